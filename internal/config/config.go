@@ -1,0 +1,214 @@
+// Package config reads the dta YAML configuration strictly (an unknown key is
+// an error that names it), fills defaults from the embedded default.yaml, and
+// turns it into the Config of each component. It is the only place that knows
+// the file's shape; components never see YAML.
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/dta-go/dta/internal/ingest"
+	"github.com/dta-go/dta/internal/region"
+	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/internal/translator"
+)
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// DefaultYAML returns the embedded default configuration file.
+func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
+
+// File is the configuration file.
+type File struct {
+	Log        Log            `yaml:"log"`
+	Collector  Collector      `yaml:"collector"`
+	Translator Translator     `yaml:"translator"`
+	Stores     []store.Config `yaml:"stores"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"`
+}
+
+// Collector configures the collector side.
+type Collector struct {
+	HTTP      string `yaml:"http"`
+	HugePages string `yaml:"hugepages"`
+	Prefault  bool   `yaml:"prefault"`
+}
+
+// Translator configures the translator side.
+type Translator struct {
+	Listen           string         `yaml:"listen"`
+	Readers          int            `yaml:"readers"`
+	BatchSize        int            `yaml:"batch_size"`
+	RecvBuffer       store.ByteSize `yaml:"recv_buffer"`
+	LegacyHeader     bool           `yaml:"legacy_header"`
+	AckPort          int            `yaml:"ack_port"`
+	PostcardCache    int            `yaml:"postcard_cache"`
+	PostcardMaxAge   time.Duration  `yaml:"postcard_max_age"`
+	AppendFlushDelay time.Duration  `yaml:"append_flush_delay"`
+	MaxReporters     int            `yaml:"max_reporters"`
+}
+
+// Default returns the embedded defaults.
+func Default() *File {
+	f, err := decode(bytes.NewReader(defaultYAML), nil)
+	if err != nil {
+		panic("config: embedded default.yaml is invalid: " + err.Error()) // a build defect, caught by tests
+	}
+	return f
+}
+
+// Load reads the file at path over the defaults: sections and keys it sets
+// replace the defaults; a stores list replaces the default stores whole.
+func Load(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	f, err := decode(bytes.NewReader(b), Default())
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Parse reads a configuration from YAML bytes over the defaults.
+func Parse(b []byte) (*File, error) { return decode(bytes.NewReader(b), Default()) }
+
+func decode(r io.Reader, base *File) (*File, error) {
+	f := base
+	if f == nil {
+		f = &File{}
+	} else if f.Stores != nil {
+		// A stores list in the file replaces the defaults rather than merging
+		// element by element.
+		saved := f.Stores
+		defer func() {
+			if f.Stores == nil {
+				f.Stores = saved
+			}
+		}()
+		f.Stores = nil
+	}
+	dec := yaml.NewDecoder(r)
+	dec.KnownFields(true)
+	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, cleanYAMLError(err)
+	}
+	if err := dec.Decode(new(any)); !errors.Is(err, io.EOF) {
+		return nil, errors.New("more than one YAML document")
+	}
+	if f.Stores == nil && base != nil {
+		return f, f.Validate()
+	}
+	return f, f.Validate()
+}
+
+// cleanYAMLError turns yaml.v3's "field x not found in type config.File" into
+// a message that names the key.
+func cleanYAMLError(err error) error {
+	msg := err.Error()
+	msg = strings.ReplaceAll(msg, "yaml: unmarshal errors:\n  ", "")
+	if i := strings.Index(msg, "field "); i >= 0 && strings.Contains(msg, " not found in type") {
+		key := msg[i+len("field "):]
+		key = key[:strings.Index(key, " not found")]
+		line := strings.TrimSpace(msg[:i])
+		return fmt.Errorf("%s unknown key %q", line, key)
+	}
+	return errors.New(msg)
+}
+
+// Validate checks every section; errors name the key.
+func (f *File) Validate() error {
+	if _, err := f.LogLevel(); err != nil {
+		return err
+	}
+	if f.Log.Format != "text" && f.Log.Format != "json" {
+		return fmt.Errorf("log.format: %q (want text or json)", f.Log.Format)
+	}
+	if _, err := region.ParseHugePages(f.Collector.HugePages); err != nil {
+		return fmt.Errorf("collector.hugepages: %w", err)
+	}
+	if f.Collector.HTTP == "" {
+		return errors.New("collector.http: empty")
+	}
+	if err := f.TranslatorConfig().Validate(); err != nil {
+		return fmt.Errorf("translator.%w", err)
+	}
+	if err := f.IngestConfig().Validate(); err != nil {
+		return fmt.Errorf("translator: %w", err)
+	}
+	if _, err := store.DescribeAll(f.Stores); err != nil {
+		return err
+	}
+	return nil
+}
+
+// LogLevel returns the configured slog level.
+func (f *File) LogLevel() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(f.Log.Level)); err != nil {
+		return 0, fmt.Errorf("log.level: %q (want debug, info, warn or error)", f.Log.Level)
+	}
+	return l, nil
+}
+
+// RegionConfig is the region settings every store is mapped with.
+func (f *File) RegionConfig() region.Config {
+	hp, _ := region.ParseHugePages(f.Collector.HugePages)
+	rc := region.DefaultConfig()
+	rc.HugePages, rc.Prefault = hp, f.Collector.Prefault
+	return rc
+}
+
+// TranslatorConfig is the translator's Config.
+func (f *File) TranslatorConfig() translator.Config {
+	t := f.Translator
+	return translator.Config{
+		LegacyHeader:         t.LegacyHeader,
+		PostcardCacheEntries: t.PostcardCache,
+		PostcardMaxAge:       t.PostcardMaxAge,
+		AppendFlushDelay:     t.AppendFlushDelay,
+		MaxReporters:         t.MaxReporters,
+	}
+}
+
+// IngestConfig is the UDP front end's Config.
+func (f *File) IngestConfig() ingest.Config {
+	c := ingest.DefaultConfig()
+	t := f.Translator
+	c.UDP.Addr = t.Listen
+	if t.Readers > 0 {
+		c.UDP.Readers = t.Readers
+	} else {
+		c.UDP.Readers = runtime.GOMAXPROCS(0)
+	}
+	if t.BatchSize > 0 {
+		c.UDP.BatchSize = t.BatchSize
+	}
+	c.UDP.RecvBuffer = int(t.RecvBuffer)
+	c.AckPort = t.AckPort
+	return c
+}
+
+// Descriptors validates the stores and returns their descriptors.
+func (f *File) Descriptors() ([]store.Descriptor, error) { return store.DescribeAll(f.Stores) }
+
+// Marshal renders the configuration as YAML.
+func (f *File) Marshal() ([]byte, error) { return yaml.Marshal(f) }

@@ -1,0 +1,145 @@
+// Package ingest runs a translator behind real UDP sockets: batched readers
+// each drive their own translator Worker, replies (ACK/NACK) go back to the
+// reporter, and a ticker flushes the translator's waiting batches and cached
+// paths. It composes transport/udp and translator; it decodes nothing itself.
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/dta-go/dta/internal/translator"
+	"github.com/dta-go/dta/internal/transport/udp"
+	"github.com/dta-go/dta/wire/dta"
+)
+
+// Config is the ingest configuration.
+type Config struct {
+	UDP udp.Config
+	// AckPort is the UDP port ACK/NACKs are sent to on the reporter's address;
+	// 0 sends them to the report's source port. Default 40044.
+	AckPort int
+	// Tick is how often waiting Append batches and aged Postcarding paths are
+	// checked. Default 1ms.
+	Tick time.Duration
+}
+
+// DefaultConfig returns the defaults: UDP :40040, ACKs to port 40044.
+func DefaultConfig() Config {
+	return Config{UDP: udp.DefaultConfig(), AckPort: dta.AckPort, Tick: time.Millisecond}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	if err := c.UDP.Validate(); err != nil {
+		return err
+	}
+	if c.AckPort < 0 || c.AckPort > 65535 {
+		return fmt.Errorf("ack_port: %d out of range [0, 65535]", c.AckPort)
+	}
+	if c.Tick <= 0 || c.Tick > time.Second {
+		return fmt.Errorf("tick: %v out of range (0, 1s]", c.Tick)
+	}
+	return nil
+}
+
+// Ingest is a running UDP front end of a translator.
+type Ingest struct {
+	cfg    Config
+	t      *translator.Translator
+	l      *udp.Listener
+	logger *slog.Logger
+	once   sync.Once
+}
+
+// New binds the UDP sockets for t.
+func New(cfg Config, t *translator.Translator, logger *slog.Logger) (*Ingest, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	in := &Ingest{cfg: cfg, t: t, logger: logger}
+	l, err := udp.Listen(cfg.UDP, func(int) udp.Handler {
+		return &handler{w: t.NewWorker(), ackPort: uint16(cfg.AckPort)}
+	}, logger)
+	if err != nil {
+		return nil, fmt.Errorf("listen for reports on %s: %w", cfg.UDP.Addr, err)
+	}
+	in.l = l
+	return in, nil
+}
+
+// LocalAddr is the address reports are received on.
+func (in *Ingest) LocalAddr() netip.AddrPort { return in.l.LocalAddr() }
+
+// Listener returns the UDP listener (for its statistics).
+func (in *Ingest) Listener() *udp.Listener { return in.l }
+
+// Run receives reports until ctx is done or Close is called, then writes out
+// everything the translator still holds.
+func (in *Ingest) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tk := time.NewTicker(in.cfg.Tick)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-tk.C:
+				in.t.Tick(now.UnixNano())
+			}
+		}
+	}()
+	in.logger.Info("translator listening", "addr", in.l.LocalAddr().String())
+	err := in.l.Run(ctx)
+	cancel()
+	<-done
+	in.t.FlushAll()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// Close stops Run.
+func (in *Ingest) Close() error {
+	var err error
+	in.once.Do(func() { err = in.l.Close() })
+	return err
+}
+
+// handler adapts a translator Worker to the UDP reader of one socket.
+type handler struct {
+	w       *translator.Worker
+	ackPort uint16
+	now     int64
+}
+
+func (h *handler) HandlePacket(b []byte, from netip.AddrPort, r udp.Replier) {
+	if h.now == 0 {
+		h.now = time.Now().UnixNano()
+	}
+	reply := h.w.Handle(b, from, h.now)
+	if reply == nil {
+		return
+	}
+	to := from
+	if h.ackPort != 0 {
+		to = netip.AddrPortFrom(from.Addr(), h.ackPort)
+	}
+	_ = r.Reply(reply, to) // counted by the listener's ReplyErrors
+}
+
+// EndBatch makes the next batch read the clock again.
+func (h *handler) EndBatch() { h.now = 0 }

@@ -1,0 +1,217 @@
+// Package metrics exposes the components' statistics to Prometheus. It is
+// the only importer of the Prometheus client: components keep plain atomic
+// counters, and the collectors here read them at scrape time, so nothing on
+// the report path formats labels or touches a map.
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dta-go/dta/internal/query"
+	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/internal/translator"
+	"github.com/dta-go/dta/internal/transport/udp"
+	"github.com/dta-go/dta/wire/dta"
+)
+
+// NewRegistry returns a registry with the Go runtime and process collectors.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// Handler serves reg in the Prometheus exposition format.
+func Handler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("dta_"+name, help, labels, nil)
+}
+
+func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v uint64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+}
+
+func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+// Translator exports a translator's and its UDP listener's counters. Listener
+// may be nil (a translator fed by other means).
+type Translator struct {
+	T        *translator.Translator
+	Listener *udp.Listener
+}
+
+var (
+	trDatagrams = desc("translator_datagrams_total", "Report datagrams received by the translator.")
+	trReports   = desc("translator_reports_total", "Reports translated and applied, by primitive.", "primitive")
+	trDrops     = desc("translator_drops_total", "Reports (or datagrams) dropped, by reason.", "reason")
+	trOps       = desc("translator_ops_total", "Memory ops handed to the sink for Key-Write and Key-Increment reports.")
+	trAcks      = desc("translator_acks_total", "ACKs sent for retransmittable reports.")
+	trNacks     = desc("translator_nacks_total", "NACKs sent for retransmittable reports after a sequence gap.")
+	pcCounters  = map[string]*prometheus.Desc{
+		"postcards": desc("postcard_cache_postcards_total", "Postcards cached."),
+		"complete":  desc("postcard_cache_complete_total", "Paths written because every hop arrived."),
+		"evicted":   desc("postcard_cache_evicted_total", "Partial paths written early because another flow took the cache entry."),
+		"expired":   desc("postcard_cache_expired_total", "Partial paths written because they aged out."),
+		"chunks":    desc("postcard_cache_chunk_writes_total", "Chunk writes emitted (paths times redundancy)."),
+	}
+	alEntries = desc("append_entries_total", "Append entries accepted, by store.", "store")
+	alBatches = desc("append_batches_total", "Append batches written, by store.", "store")
+	alPartial = desc("append_partial_batches_total", "Append batches written before they were full, by store.", "store")
+	alWraps   = desc("append_wrap_splits_total", "Append batches split at a ring's end, by store.", "store")
+	udpDesc   = map[string]*prometheus.Desc{
+		"datagrams":    desc("udp_datagrams_total", "Datagrams received on the report sockets."),
+		"bytes":        desc("udp_bytes_total", "Bytes received on the report sockets."),
+		"batches":      desc("udp_batches_total", "recvmmsg batches read."),
+		"truncated":    desc("udp_truncated_total", "Datagrams longer than the receive buffer, dropped."),
+		"read_errors":  desc("udp_read_errors_total", "Socket read errors."),
+		"reply_errors": desc("udp_reply_errors_total", "ACK/NACK send errors."),
+		"kernel_drops": desc("udp_kernel_drops_total", "Datagrams the kernel dropped on the report sockets (receive buffer overflow)."),
+	}
+)
+
+// Describe implements prometheus.Collector.
+func (c Translator) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{trDatagrams, trReports, trDrops, trOps, trAcks, trNacks, alEntries, alBatches, alPartial, alWraps} {
+		ch <- d
+	}
+	for _, d := range pcCounters {
+		ch <- d
+	}
+	if c.Listener != nil {
+		for _, d := range udpDesc {
+			ch <- d
+		}
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c Translator) Collect(ch chan<- prometheus.Metric) {
+	s := c.T.Stats()
+	counter(ch, trDatagrams, s.Datagrams)
+	for _, p := range dta.Primitives {
+		counter(ch, trReports, s.Reports[p], p.String())
+	}
+	for r := range translator.NumReasons {
+		counter(ch, trDrops, s.Drops[r], r.String())
+	}
+	counter(ch, trOps, s.Ops)
+	counter(ch, trAcks, s.Acks)
+	counter(ch, trNacks, s.Nacks)
+	pc := c.T.PostcardCache().Stats()
+	counter(ch, pcCounters["postcards"], pc.Postcards.Load())
+	counter(ch, pcCounters["complete"], pc.Complete.Load())
+	counter(ch, pcCounters["evicted"], pc.Evicted.Load())
+	counter(ch, pcCounters["expired"], pc.Expired.Load())
+	counter(ch, pcCounters["chunks"], pc.Chunks.Load())
+	for i, d := range c.T.Stores() {
+		w := c.T.AppendWriter(i)
+		if w == nil {
+			continue
+		}
+		st := w.Stats()
+		counter(ch, alEntries, st.Entries.Load(), d.Name)
+		counter(ch, alBatches, st.Batches.Load(), d.Name)
+		counter(ch, alPartial, st.Partial.Load(), d.Name)
+		counter(ch, alWraps, st.WrapSplits.Load(), d.Name)
+	}
+	if l := c.Listener; l != nil {
+		u := l.Stats()
+		counter(ch, udpDesc["datagrams"], u.Datagrams.Load())
+		counter(ch, udpDesc["bytes"], u.Bytes.Load())
+		counter(ch, udpDesc["batches"], u.Batches.Load())
+		counter(ch, udpDesc["truncated"], u.Truncated.Load())
+		counter(ch, udpDesc["read_errors"], u.ReadErrors.Load())
+		counter(ch, udpDesc["reply_errors"], u.ReplyErrors.Load())
+		counter(ch, udpDesc["kernel_drops"], l.KernelDrops())
+	}
+}
+
+// Catalog exports the collector's stores and its local sink's counters.
+type Catalog struct {
+	C *store.Catalog
+	// OccupancySamples is how many units per store are sampled per scrape
+	// for the occupancy estimate (default 4096).
+	OccupancySamples int
+}
+
+var (
+	stBytes     = desc("store_region_bytes", "Bytes of memory of each store's region.", "store", "primitive", "backing")
+	stOccupancy = desc("store_occupancy_ratio", "Estimated share of a store's slots (chunks, counters, lists) in use.", "store", "primitive")
+	skOps       = desc("sink_ops_total", "Memory ops applied to the collector's regions by the local sink.")
+	skBytes     = desc("sink_bytes_total", "Bytes written by the local sink.")
+	skRejected  = desc("sink_rejected_total", "Memory ops the local sink refused (unknown store, out of bounds, misaligned).")
+	skNotify    = desc("notifications_total", "Write-with-immediate notifications delivered.")
+	skNotifyDr  = desc("notifications_dropped_total", "Notifications a slow subscriber missed.")
+)
+
+// Describe implements prometheus.Collector.
+func (c Catalog) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{stBytes, stOccupancy, skOps, skBytes, skRejected, skNotify, skNotifyDr} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c Catalog) Collect(ch chan<- prometheus.Metric) {
+	n := c.OccupancySamples
+	if n <= 0 {
+		n = 4096
+	}
+	for _, s := range c.C.Stores() {
+		p := s.Primitive.String()
+		gauge(ch, stBytes, float64(s.Region.Size()), s.Name, p, s.Region.Backing())
+		gauge(ch, stOccupancy, s.Occupancy(n), s.Name, p)
+	}
+	st := c.C.Stats()
+	counter(ch, skOps, st.Ops.Load())
+	counter(ch, skBytes, st.Bytes.Load())
+	counter(ch, skRejected, st.Rejected.Load())
+	counter(ch, skNotify, st.Notifications.Load())
+	counter(ch, skNotifyDr, st.NotifyDropped.Load())
+}
+
+// Query exports the query API's counters.
+type Query struct{ S *query.Stats }
+
+var (
+	qRequests = desc("query_requests_total", "Query API requests, by endpoint.", "endpoint")
+	qErrors   = desc("query_errors_total", "Failed query API requests, by endpoint and reason.", "endpoint", "reason")
+	qKeys     = desc("query_keys_total", "Keys looked up.")
+	qEntries  = desc("query_append_entries_total", "Append entries returned to readers.")
+	qNotify   = desc("query_notifications_total", "Notifications written to streams.")
+	qPolls    = desc("query_long_polls", "Append long-polls waiting now.")
+	qStreams  = desc("query_streams", "Notification streams open now.")
+)
+
+// Describe implements prometheus.Collector.
+func (c Query) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{qRequests, qErrors, qKeys, qEntries, qNotify, qPolls, qStreams} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c Query) Collect(ch chan<- prometheus.Metric) {
+	for e := range query.NumEndpoints {
+		counter(ch, qRequests, c.S.Requests[e].Load(), e.String())
+		for r := range query.NumReasons {
+			if v := c.S.Errors[e][r].Load(); v != 0 {
+				counter(ch, qErrors, v, e.String(), r.String())
+			}
+		}
+	}
+	counter(ch, qKeys, c.S.Keys.Load())
+	counter(ch, qEntries, c.S.Entries.Load())
+	counter(ch, qNotify, c.S.Notifications.Load())
+	gauge(ch, qPolls, float64(c.S.LongPolls.Load()))
+	gauge(ch, qStreams, float64(c.S.Streams.Load()))
+}

@@ -1,0 +1,183 @@
+package postcard
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/internal/memop"
+	"github.com/dta-go/dta/wire/dta"
+)
+
+// DefaultCacheEntries is the paper's and the prototype's cache size.
+const DefaultCacheEntries = 32768
+
+// cacheStripes is the number of locks over the cache's entries.
+const cacheStripes = 256
+
+// CacheStats counts what the cache did. Fields are updated atomically.
+type CacheStats struct {
+	Postcards atomic.Uint64 // postcards cached
+	Complete  atomic.Uint64 // paths written because every hop arrived
+	Evicted   atomic.Uint64 // partial paths written early because another flow took the entry
+	Expired   atomic.Uint64 // partial paths written because they aged out
+	Chunks    atomic.Uint64 // chunk writes emitted (paths × N)
+}
+
+// entry caches the postcards of one flow.
+type entry struct {
+	spec    *Spec
+	store   uint16
+	used    bool
+	imm     bool
+	keyLen  uint8
+	pathLen uint8 // 0 until a postcard carries it
+	present uint8 // bit i: hop i+1 arrived
+	first   int64 // arrival of the first postcard, ns
+	key     [dta.MaxKeyLen]byte
+	vals    [hashing.MaxHops]uint32
+}
+
+// Cache is the translator-side postcard cache, shared by all translation
+// workers and all Postcarding stores. Each entry holds one flow; a postcard of
+// another flow that maps to an occupied entry writes the occupant out early.
+type Cache struct {
+	entries []entry
+	locks   [cacheStripes]sync.Mutex
+	stats   CacheStats
+}
+
+// NewCache returns a cache of n entries (n ≥ 1).
+func NewCache(n int) (*Cache, error) {
+	if n < 1 || n > 1<<26 {
+		return nil, fmt.Errorf("postcard cache: %d entries out of range [1, 2^26]", n)
+	}
+	return &Cache{entries: make([]entry, n)}, nil
+}
+
+// Stats returns the cache's counters.
+func (c *Cache) Stats() *CacheStats { return &c.stats }
+
+// Len is the number of entries.
+func (c *Cache) Len() int { return len(c.entries) }
+
+func (c *Cache) index(store uint16, key []byte) int {
+	h := hashing.CRC32C.Key(key).Checksum() ^ uint32(store)*0x9E3779B9
+	return int(hashing.Reduce(h, uint64(len(c.entries))))
+}
+
+func (c *Cache) lockFor(i int) *sync.Mutex { return &c.locks[i%cacheStripes] }
+
+// Add caches one postcard for the store with spec (index store in the
+// translator's store table). Whatever the postcard completes or evicts is
+// encoded into b (which Add resets) and applied to sink before Add returns,
+// under the entry's lock so that writes of one flow reach the sink in order.
+// key is the hashed key bytes (CompatKey for compat reports); hop is 1-based;
+// pathLen 0 means unknown. now is the arrival time in ns.
+func (c *Cache) Add(spec *Spec, store uint16, key []byte, hop, pathLen int, value uint32, imm bool, now int64, b *memop.Batch, sink memop.Sink) error {
+	switch {
+	case pathLen > spec.Hops:
+		return ErrPathLen
+	case hop < 1 || hop > spec.Hops || (pathLen != 0 && hop > pathLen):
+		return ErrHop
+	case value < spec.MinValue || value > spec.MaxValue:
+		return ErrValue
+	case len(key) == 0 || len(key) > dta.MaxKeyLen:
+		return dta.ErrKeyLen
+	}
+	i := c.index(store, key)
+	mu := c.lockFor(i)
+	mu.Lock()
+	defer mu.Unlock()
+	b.Reset()
+	e := &c.entries[i]
+	if e.used && (e.store != store || !bytes.Equal(e.key[:e.keyLen], key)) {
+		c.stats.Evicted.Add(1)
+		c.emit(e, b)
+	}
+	if !e.used {
+		*e = entry{spec: spec, store: store, used: true, keyLen: uint8(len(key)), first: now}
+		copy(e.key[:], key)
+	}
+	if pathLen != 0 {
+		e.pathLen = uint8(pathLen)
+	}
+	e.imm = e.imm || imm
+	e.vals[hop-1] = value
+	e.present |= 1 << (hop - 1)
+	c.stats.Postcards.Add(1)
+	want := spec.Hops
+	if e.pathLen != 0 {
+		want = int(e.pathLen)
+	}
+	if bits.OnesCount8(e.present&uint8(1<<want-1)) == want {
+		c.stats.Complete.Add(1)
+		c.emit(e, b)
+	}
+	return c.apply(b, sink)
+}
+
+func (c *Cache) apply(b *memop.Batch, sink memop.Sink) error {
+	if len(b.Ops) == 0 {
+		return nil
+	}
+	err := sink.Apply(b.Ops)
+	b.Reset()
+	return err
+}
+
+// emit encodes e's path into b (N chunk writes) and frees the entry.
+func (c *Cache) emit(e *entry, b *memop.Batch) {
+	s := e.spec
+	key := e.key[:e.keyLen]
+	present := e.present
+	if e.pathLen != 0 {
+		present &= uint8(1<<e.pathLen - 1)
+	}
+	data := b.Alloc(int(s.ChunkSize()))
+	s.encodeChunk(data, key, &e.vals, present)
+	k := s.Hash.Key(key)
+	for n := range s.Redundancy {
+		off := s.Offset(k, n)
+		if e.imm && n == 0 {
+			b.WriteImm(e.store, off, data, uint32(off/s.ChunkSize()))
+		} else {
+			b.Write(e.store, off, data)
+		}
+	}
+	c.stats.Chunks.Add(uint64(s.Redundancy))
+	e.used = false
+}
+
+// ErrSink wraps the first error a sink returned during a flush.
+var ErrSink = errors.New("postcard flush: sink")
+
+// Flush writes out every cached path whose first postcard arrived at or before
+// now-maxAge (all of them when maxAge ≤ 0), as partial paths. It returns the
+// number of paths written and the first sink error.
+func (c *Cache) Flush(now, maxAge int64, b *memop.Batch, sink memop.Sink) (int, error) {
+	var n int
+	var first error
+	for s := range cacheStripes {
+		mu := &c.locks[s]
+		mu.Lock()
+		b.Reset()
+		for i := s; i < len(c.entries); i += cacheStripes {
+			e := &c.entries[i]
+			if e.used && (maxAge <= 0 || now-e.first >= maxAge) {
+				c.stats.Expired.Add(1)
+				c.emit(e, b)
+				n++
+			}
+		}
+		if err := c.apply(b, sink); err != nil && first == nil {
+			first = fmt.Errorf("%w: %w", ErrSink, err)
+		}
+		mu.Unlock()
+	}
+	return n, first
+}

@@ -1,0 +1,132 @@
+package postcard
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+
+	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/internal/region"
+)
+
+// Status is the outcome of a query.
+type Status uint8
+
+// Query outcomes.
+const (
+	Empty    Status = iota // no chunk decodes as a path of this flow
+	Found                  // the valid chunks agree on a path
+	Conflict               // two valid chunks disagree
+)
+
+// String returns the status name used by the query API.
+func (s Status) String() string {
+	switch s {
+	case Found:
+		return "found"
+	case Conflict:
+		return "conflict"
+	}
+	return "empty"
+}
+
+// Hop is one hop of a decoded path.
+type Hop struct {
+	Value   uint32
+	Present bool // false: the hop did not report (a hole in a partial path)
+}
+
+// Result is the answer to one query.
+type Result struct {
+	Status Status
+	// Hops is the path up to its last reporting hop, aliasing the dst given to
+	// Query. A hop with Present false is a hole (a partial path written early).
+	Hops []Hop
+	// Complete is true when no hop up to the last one is missing.
+	Complete bool
+	Valid    int // chunks that decoded as a path of this flow
+	Copies   int // chunks read (N)
+}
+
+// Store is a Postcarding store: a Spec bound to a region.
+type Store struct {
+	spec Spec
+	mem  *region.Region
+}
+
+// NewStore binds spec to mem, which must be at least spec.RegionSize() bytes.
+func NewStore(spec Spec, mem *region.Region) (*Store, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if mem.Size() < spec.RegionSize() {
+		return nil, fmt.Errorf("region of %d bytes is smaller than the %d the store needs", mem.Size(), spec.RegionSize())
+	}
+	return &Store{spec: spec, mem: mem}, nil
+}
+
+// Spec returns the store's geometry.
+func (s *Store) Spec() Spec { return s.spec }
+
+// Query decodes the path of the flow with (hashed) key bytes key. The hops are
+// appended to dst[:0].
+func (s *Store) Query(key []byte, dst []Hop) (Result, error) {
+	var sums [hashing.MaxHops]uint32
+	for i := range s.spec.Hops {
+		sums[i] = hashing.HopChecksum(i+1, key)
+	}
+	k := s.spec.Hash.Key(key)
+	res := Result{Copies: s.spec.Redundancy}
+	var vals, got [hashing.MaxHops]uint32
+	var present uint8
+	for n := range s.spec.Redundancy {
+		chunk, err := s.mem.Slice(s.spec.Offset(k, n), s.spec.ChunkSize())
+		if err != nil {
+			return Result{}, err
+		}
+		p, ok := s.decode(chunk, &sums, &got)
+		if !ok {
+			continue
+		}
+		res.Valid++
+		if res.Valid == 1 {
+			vals, present = got, p
+			continue
+		}
+		if p != present || got != vals {
+			res.Status = Conflict
+			return res, nil
+		}
+	}
+	if res.Valid == 0 {
+		return res, nil
+	}
+	res.Status = Found
+	last := 7 - bits.LeadingZeros8(present)
+	res.Hops = dst[:0]
+	res.Complete = true
+	for i := 0; i <= last; i++ {
+		h := Hop{Value: vals[i], Present: present&(1<<i) != 0}
+		res.Complete = res.Complete && h.Present
+		res.Hops = append(res.Hops, h)
+	}
+	return res, nil
+}
+
+// decode checks one chunk: every slot must decode to a member of the value
+// set or to Blank, and at least one to a member.
+func (s *Store) decode(chunk []byte, sums, out *[hashing.MaxHops]uint32) (present uint8, ok bool) {
+	*out = [hashing.MaxHops]uint32{}
+	for i := range s.spec.Hops {
+		v := binary.BigEndian.Uint32(chunk[i*SlotSize:]) ^ sums[i]
+		switch {
+		case v == Blank:
+		case v >= s.spec.MinValue && v <= s.spec.MaxValue:
+			out[i] = v
+			present |= 1 << i
+		default:
+			return 0, false
+		}
+	}
+	return present, present != 0
+}

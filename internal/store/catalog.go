@@ -1,0 +1,282 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dta-go/dta/internal/memop"
+	"github.com/dta-go/dta/internal/primitive/appendlist"
+	"github.com/dta-go/dta/internal/primitive/keyincrement"
+	"github.com/dta-go/dta/internal/primitive/keywrite"
+	"github.com/dta-go/dta/internal/primitive/postcard"
+	"github.com/dta-go/dta/internal/region"
+	"github.com/dta-go/dta/wire/dta"
+)
+
+// Store is one live store: its descriptor, region, and the query Store of its
+// primitive (exactly one of KeyWrite, KeyIncrement, Postcard, Append is set).
+type Store struct {
+	Descriptor
+	Index  uint16 // position in the catalogue; memops address stores by it
+	Region *region.Region
+
+	KeyWrite     *keywrite.Store
+	KeyIncrement *keyincrement.Store
+	Postcard     *postcard.Store
+	Append       *appendlist.Store
+}
+
+// Notification is the immediate of a write with immediate, delivered when the
+// write has been applied.
+type Notification struct {
+	Store  string
+	Offset uint64
+	Imm    uint32
+}
+
+// SinkStats counts what the local sink applied and refused.
+type SinkStats struct {
+	Ops           atomic.Uint64 // ops applied
+	Bytes         atomic.Uint64 // bytes written
+	Rejected      atomic.Uint64 // ops refused (unknown store, out of bounds, misaligned)
+	Notifications atomic.Uint64 // immediates delivered
+	NotifyDropped atomic.Uint64 // immediates a slow subscriber missed
+}
+
+// Catalog holds the collector's stores. It is the local sink: Apply writes
+// memory ops into the stores' regions.
+type Catalog struct {
+	stores []*Store
+	byName map[string]*Store
+	byID   map[uint16]*Store
+	stats  SinkStats
+
+	mu   sync.Mutex
+	subs map[chan Notification]struct{}
+}
+
+// Open maps a region for every descriptor (with rc's huge-page and prefault
+// settings) and binds each to its primitive's Store.
+func Open(descs []Descriptor, rc region.Config, logger *slog.Logger) (*Catalog, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if len(descs) > 1<<16 {
+		return nil, fmt.Errorf("%d stores: at most 65536", len(descs))
+	}
+	c := &Catalog{byName: map[string]*Store{}, byID: map[uint16]*Store{}, subs: map[chan Notification]struct{}{}}
+	for i, d := range descs {
+		s, err := open(d, uint16(i), rc, logger)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("store %s: %w", d.Name, err)
+		}
+		c.stores = append(c.stores, s)
+		c.byName[d.Name] = s
+		c.byID[d.ID] = s
+	}
+	return c, nil
+}
+
+func open(d Descriptor, index uint16, rc region.Config, logger *slog.Logger) (*Store, error) {
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	rc.Size = d.RegionSize()
+	r, err := region.New(rc, logger.With("store", d.Name))
+	if err != nil {
+		return nil, fmt.Errorf("map region: %w", err)
+	}
+	s := &Store{Descriptor: d, Index: index, Region: r}
+	switch d.Primitive {
+	case dta.KeyWrite:
+		s.KeyWrite, err = keywrite.NewStore(d.KeyWrite, r)
+	case dta.KeyIncrement:
+		s.KeyIncrement, err = keyincrement.NewStore(d.KeyIncrement, r)
+	case dta.Postcard:
+		s.Postcard, err = postcard.NewStore(d.Postcard, r)
+	case dta.Append:
+		s.Append, err = appendlist.NewStore(d.Append, r)
+	}
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	logger.Info("store ready", "store", d.Name, "id", d.ID, "primitive", d.Primitive.String(),
+		"bytes", rc.Size, "backing", r.Backing())
+	return s, nil
+}
+
+// Stores returns the stores in catalogue order (Index order).
+func (c *Catalog) Stores() []*Store { return c.stores }
+
+// Descriptors returns the stores' descriptors in Index order.
+func (c *Catalog) Descriptors() []Descriptor {
+	out := make([]Descriptor, len(c.stores))
+	for i, s := range c.stores {
+		out[i] = s.Descriptor
+	}
+	return out
+}
+
+// ByName returns the store called name, or nil.
+func (c *Catalog) ByName(name string) *Store { return c.byName[name] }
+
+// ByID returns the store with wire id id, or nil.
+func (c *Catalog) ByID(id uint16) *Store { return c.byID[id] }
+
+// Default returns the default store of primitive p, or nil.
+func (c *Catalog) Default(p dta.Primitive) *Store {
+	for _, s := range c.stores {
+		if s.Primitive == p && s.Default {
+			return s
+		}
+	}
+	return nil
+}
+
+// Stats returns the local sink's counters.
+func (c *Catalog) Stats() *SinkStats { return &c.stats }
+
+// Sink errors.
+var (
+	ErrNoStore = errors.New("local sink: no store at that index")
+	ErrOpKind  = errors.New("local sink: unknown op kind")
+)
+
+// Apply applies ops in order to the stores' regions. An 8-byte write at an
+// 8-aligned offset is a single atomic store (as an RDMA NIC places it), so
+// readers polling a header word never see it torn. It stops at the first op
+// that cannot be applied (nothing of that op is written) and returns its error.
+func (c *Catalog) Apply(ops []memop.Op) error {
+	for i := range ops {
+		op := &ops[i]
+		if int(op.Store) >= len(c.stores) {
+			c.stats.Rejected.Add(1)
+			return ErrNoStore
+		}
+		s := c.stores[op.Store]
+		var err error
+		switch op.Kind {
+		case memop.Write, memop.WriteImm:
+			if len(op.Data) == 8 && op.Offset%8 == 0 {
+				err = s.Region.Store64(op.Offset, leUint64(op.Data))
+			} else {
+				err = s.Region.Write(op.Offset, op.Data)
+			}
+			if err == nil && op.Kind == memop.WriteImm {
+				c.notify(Notification{Store: s.Name, Offset: op.Offset, Imm: op.Imm})
+			}
+		case memop.FetchAdd:
+			_, err = s.Region.Add64(op.Offset, op.Delta)
+		default:
+			err = ErrOpKind
+		}
+		if err != nil {
+			c.stats.Rejected.Add(1)
+			return fmt.Errorf("store %s offset %d: %w", s.Name, op.Offset, err)
+		}
+		c.stats.Ops.Add(1)
+		c.stats.Bytes.Add(op.Len())
+	}
+	return nil
+}
+
+func leUint64(b []byte) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// Subscribe returns a channel of notifications (write-with-immediate) and a
+// function that cancels the subscription. A subscriber that falls more than
+// buf notifications behind misses the excess (counted in NotifyDropped).
+func (c *Catalog) Subscribe(buf int) (<-chan Notification, func()) {
+	ch := make(chan Notification, max(buf, 1))
+	c.mu.Lock()
+	c.subs[ch] = struct{}{}
+	c.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			c.mu.Lock()
+			delete(c.subs, ch)
+			c.mu.Unlock()
+		})
+	}
+}
+
+// Notify delivers an immediate that arrived by other means (the RDMA
+// responder) to subscribers.
+func (c *Catalog) Notify(n Notification) { c.notify(n) }
+
+func (c *Catalog) notify(n Notification) {
+	c.stats.Notifications.Add(1)
+	c.mu.Lock()
+	for ch := range c.subs {
+		select {
+		case ch <- n:
+		default:
+			c.stats.NotifyDropped.Add(1)
+		}
+	}
+	c.mu.Unlock()
+}
+
+// Close unmaps every region. No store may be used afterwards.
+func (c *Catalog) Close() error {
+	var errs []error
+	for _, s := range c.stores {
+		if err := s.Region.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Occupancy estimates the share of the store's units (slots, counters,
+// chunks) that are not all zero, from samples evenly spaced units. For Append
+// stores it is the share of lists whose head is not zero. It reads memory
+// without locks; the estimate is for monitoring only.
+func (s *Store) Occupancy(samples int) float64 {
+	var unit, n uint64
+	switch s.Primitive {
+	case dta.KeyWrite:
+		unit, n = s.KeyWrite.Spec().SlotSize(), s.KeyWrite.Spec().Slots
+	case dta.KeyIncrement:
+		unit, n = keyincrement.CounterSize, s.KeyIncrement.Spec().Slots
+	case dta.Postcard:
+		unit, n = s.Postcard.Spec().ChunkSize(), s.Postcard.Spec().Chunks
+	case dta.Append:
+		lists := s.Append.Spec().Lists
+		var used int
+		for l := range lists {
+			if h, _ := s.Append.Head(l); h != 0 {
+				used++
+			}
+		}
+		return float64(used) / float64(lists)
+	}
+	if n == 0 || samples <= 0 {
+		return 0
+	}
+	samples = int(min(uint64(samples), n))
+	step := n / uint64(samples)
+	used := 0
+	for i := range uint64(samples) {
+		b, err := s.Region.Slice(i*step*unit, unit)
+		if err != nil {
+			continue
+		}
+		for _, c := range b {
+			if c != 0 {
+				used++
+				break
+			}
+		}
+	}
+	return float64(used) / float64(samples)
+}

@@ -1,0 +1,268 @@
+// Package store is the collector's catalogue of stores: it turns store
+// configurations into Descriptors (name, id, primitive, geometry), maps their
+// regions, binds each to its primitive's query Store, and applies memory ops
+// to them as the local sink.
+//
+// A Descriptor is pure data: it is what a translator needs to know about a
+// store (and what a collector advertises to a remote translator). The package
+// holds no global state and never logs per operation.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/internal/primitive/appendlist"
+	"github.com/dta-go/dta/internal/primitive/keyincrement"
+	"github.com/dta-go/dta/internal/primitive/keywrite"
+	"github.com/dta-go/dta/internal/primitive/postcard"
+	"github.com/dta-go/dta/wire/dta"
+)
+
+// Config is one store as configured (YAML keys in the tags). Only the fields
+// of the store's primitive may be set; Memory is an alternative to the
+// primitive's count field (slots, chunks or capacity).
+type Config struct {
+	Name      string   `yaml:"name"`
+	ID        uint16   `yaml:"id"`
+	Primitive string   `yaml:"primitive"`
+	Default   bool     `yaml:"default"`
+	Memory    ByteSize `yaml:"memory"`
+	Hash      string   `yaml:"hash"`
+
+	// Key-Write, Key-Increment.
+	Slots     uint64 `yaml:"slots"`
+	ValueSize int    `yaml:"value_size"`
+	// Key-Write, Key-Increment: the largest N; Postcarding: the N of every path.
+	Redundancy int `yaml:"redundancy"`
+
+	// Postcarding.
+	Chunks   uint64  `yaml:"chunks"`
+	Hops     int     `yaml:"hops"`
+	MinValue *uint32 `yaml:"min_value"`
+	MaxValue *uint32 `yaml:"max_value"`
+
+	// Append.
+	Lists     uint32 `yaml:"lists"`
+	Capacity  uint64 `yaml:"capacity"`
+	EntrySize int    `yaml:"entry_size"`
+	Batch     int    `yaml:"batch"`
+}
+
+// Descriptor is a store's identity and geometry: everything a writer or
+// reader needs, and nothing about where it lives.
+type Descriptor struct {
+	Name      string
+	ID        uint16
+	Primitive dta.Primitive
+	Default   bool // receives compat reports and extended reports with store id 0
+
+	KeyWrite     keywrite.Spec
+	KeyIncrement keyincrement.Spec
+	Postcard     postcard.Spec
+	Append       appendlist.Spec
+}
+
+// RegionSize is the bytes of memory the store needs.
+func (d *Descriptor) RegionSize() uint64 {
+	switch d.Primitive {
+	case dta.KeyWrite:
+		return d.KeyWrite.RegionSize()
+	case dta.KeyIncrement:
+		return d.KeyIncrement.RegionSize()
+	case dta.Postcard:
+		return d.Postcard.RegionSize()
+	case dta.Append:
+		return d.Append.RegionSize()
+	}
+	return 0
+}
+
+// Validate checks the descriptor's geometry.
+func (d *Descriptor) Validate() error {
+	switch d.Primitive {
+	case dta.KeyWrite:
+		return d.KeyWrite.Validate()
+	case dta.KeyIncrement:
+		return d.KeyIncrement.Validate()
+	case dta.Postcard:
+		return d.Postcard.Validate()
+	case dta.Append:
+		return d.Append.Validate()
+	}
+	return fmt.Errorf("primitive: %v unknown", d.Primitive)
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+
+// Defaults used when a field is not configured.
+const (
+	DefaultSlots        = 1 << 20
+	DefaultChunks       = 1 << 18
+	DefaultRedundancy   = 2
+	DefaultHops         = 5
+	DefaultLists        = 16
+	DefaultCapacity     = 1 << 16
+	DefaultBatch        = 4
+	DefaultValueSize    = 4
+	DefaultPostcardMaxV = 1<<20 - 1
+)
+
+// Describe validates c and returns its descriptor, with defaults filled in.
+// Errors name the offending key.
+func (c *Config) Describe() (Descriptor, error) {
+	d := Descriptor{Name: c.Name, ID: c.ID, Default: c.Default}
+	if !nameRE.MatchString(c.Name) {
+		return d, fmt.Errorf("name: %q must be 1-63 of [a-z0-9_.-], starting with a letter or digit", c.Name)
+	}
+	if c.ID == 0 {
+		return d, errors.New("id: must be 1..65535 (0 addresses the default store on the wire)")
+	}
+	p, err := dta.ParsePrimitive(c.Primitive)
+	if err != nil {
+		return d, fmt.Errorf("primitive: %w", err)
+	}
+	d.Primitive = p
+	hash := hashing.CRC32
+	if c.Hash != "" {
+		if hash, err = hashing.ParseAlgorithm(c.Hash); err != nil {
+			return d, fmt.Errorf("hash: %w", err)
+		}
+	}
+	if err := c.onlyFieldsOf(p); err != nil {
+		return d, err
+	}
+	red := orDefault(c.Redundancy, DefaultRedundancy)
+	mem := uint64(c.Memory)
+	if mem != 0 && (c.Slots != 0 || c.Chunks != 0 || c.Capacity != 0) {
+		return d, errors.New("memory: give either memory or the primitive's count (slots, chunks, capacity), not both")
+	}
+	switch p {
+	case dta.KeyWrite:
+		d.KeyWrite = keywrite.Spec{Slots: c.Slots, ValueSize: orDefault(c.ValueSize, DefaultValueSize), MaxRedundancy: red, Hash: hash}
+		if mem != 0 {
+			d.KeyWrite.Slots = d.KeyWrite.SlotsFor(mem)
+		} else if c.Slots == 0 {
+			d.KeyWrite.Slots = DefaultSlots
+		}
+	case dta.KeyIncrement:
+		d.KeyIncrement = keyincrement.Spec{Slots: c.Slots, MaxRedundancy: red, Hash: hash}
+		if mem != 0 {
+			d.KeyIncrement.Slots = d.KeyIncrement.SlotsFor(mem)
+		} else if c.Slots == 0 {
+			d.KeyIncrement.Slots = DefaultSlots
+		}
+	case dta.Postcard:
+		d.Postcard = postcard.Spec{Chunks: c.Chunks, Hops: orDefault(c.Hops, DefaultHops), Redundancy: red, MaxValue: DefaultPostcardMaxV, Hash: hash}
+		if c.MinValue != nil {
+			d.Postcard.MinValue = *c.MinValue
+		}
+		if c.MaxValue != nil {
+			d.Postcard.MaxValue = *c.MaxValue
+		}
+		if mem != 0 {
+			d.Postcard.Chunks = d.Postcard.ChunksFor(mem)
+		} else if c.Chunks == 0 {
+			d.Postcard.Chunks = DefaultChunks
+		}
+	case dta.Append:
+		d.Append = appendlist.Spec{Lists: c.Lists, Capacity: c.Capacity, EntrySize: orDefault(c.EntrySize, DefaultValueSize), Batch: orDefault(c.Batch, DefaultBatch)}
+		if d.Append.Lists == 0 {
+			d.Append.Lists = DefaultLists
+		}
+		if mem != 0 {
+			d.Append.Capacity = d.Append.CapacityFor(mem)
+		} else if c.Capacity == 0 {
+			d.Append.Capacity = DefaultCapacity
+		}
+	}
+	if err := d.Validate(); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+// onlyFieldsOf rejects fields that belong to another primitive.
+func (c *Config) onlyFieldsOf(p dta.Primitive) error {
+	type field struct {
+		name string
+		set  bool
+		ok   bool
+	}
+	kv := p == dta.KeyWrite || p == dta.KeyIncrement
+	for _, f := range []field{
+		{"slots", c.Slots != 0, kv},
+		{"value_size", c.ValueSize != 0, p == dta.KeyWrite},
+		{"redundancy", c.Redundancy != 0, p != dta.Append},
+		{"hash", c.Hash != "", p != dta.Append},
+		{"chunks", c.Chunks != 0, p == dta.Postcard},
+		{"hops", c.Hops != 0, p == dta.Postcard},
+		{"min_value", c.MinValue != nil, p == dta.Postcard},
+		{"max_value", c.MaxValue != nil, p == dta.Postcard},
+		{"lists", c.Lists != 0, p == dta.Append},
+		{"capacity", c.Capacity != 0, p == dta.Append},
+		{"entry_size", c.EntrySize != 0, p == dta.Append},
+		{"batch", c.Batch != 0, p == dta.Append},
+	} {
+		if f.set && !f.ok {
+			return fmt.Errorf("%s: not a setting of a %v store", f.name, p)
+		}
+	}
+	return nil
+}
+
+func orDefault(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+// DefaultConfigs are the stores `dta up` creates when none are configured:
+// one default store per primitive, named after it, each a few MiB.
+func DefaultConfigs() []Config {
+	return []Config{
+		{Name: "keywrite", ID: 1, Primitive: "keywrite", Default: true, Slots: DefaultSlots, ValueSize: 4, Redundancy: 4},
+		{Name: "keyincrement", ID: 2, Primitive: "keyincrement", Default: true, Slots: DefaultSlots, Redundancy: 4},
+		{Name: "postcard", ID: 3, Primitive: "postcard", Default: true, Chunks: DefaultChunks, Hops: DefaultHops, Redundancy: 2},
+		{Name: "append", ID: 4, Primitive: "append", Default: true, Lists: DefaultLists, Capacity: DefaultCapacity, EntrySize: 4, Batch: DefaultBatch},
+	}
+}
+
+// DescribeAll validates a whole store list: unique names and ids, at most one
+// default per primitive. Errors name the store by its position and name.
+func DescribeAll(cfgs []Config) ([]Descriptor, error) {
+	if len(cfgs) == 0 {
+		return nil, errors.New("stores: none configured")
+	}
+	if len(cfgs) > 1024 {
+		return nil, fmt.Errorf("stores: %d configured, at most 1024", len(cfgs))
+	}
+	out := make([]Descriptor, 0, len(cfgs))
+	names := map[string]bool{}
+	ids := map[uint16]bool{}
+	var defaults [dta.NumPrimitives]string
+	for i := range cfgs {
+		d, err := cfgs[i].Describe()
+		if err != nil {
+			return nil, fmt.Errorf("stores[%d] (%s): %w", i, cfgs[i].Name, err)
+		}
+		if names[d.Name] {
+			return nil, fmt.Errorf("stores[%d] (%s): name: used twice", i, d.Name)
+		}
+		if ids[d.ID] {
+			return nil, fmt.Errorf("stores[%d] (%s): id: %d used twice", i, d.Name, d.ID)
+		}
+		if d.Default {
+			if prev := defaults[d.Primitive]; prev != "" {
+				return nil, fmt.Errorf("stores[%d] (%s): default: %s is already the default %v store", i, d.Name, prev, d.Primitive)
+			}
+			defaults[d.Primitive] = d.Name
+		}
+		names[d.Name], ids[d.ID] = true, true
+		out = append(out, d)
+	}
+	return out, nil
+}

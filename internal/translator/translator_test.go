@@ -1,0 +1,271 @@
+package translator
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net/netip"
+	"testing"
+
+	"github.com/dta-go/dta/internal/primitive/keywrite"
+	"github.com/dta-go/dta/internal/region"
+	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/wire/dta"
+)
+
+var reporter = netip.MustParseAddrPort("192.0.2.7:40041")
+
+// newTestTranslator returns a translator over small default stores whose
+// local sink is a real catalogue of mmap'd regions.
+func newTestTranslator(t *testing.T, mod func(*Config)) (*Translator, *store.Catalog) {
+	t.Helper()
+	cfgs := store.DefaultConfigs()
+	cfgs[0].Slots, cfgs[1].Slots, cfgs[2].Chunks, cfgs[3].Capacity = 1024, 1024, 256, 64
+	descs, err := store.DescribeAll(cfgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := region.DefaultConfig()
+	rc.HugePages = region.HugePagesOff
+	cat, err := store.Open(descs, rc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	cfg := DefaultConfig()
+	if mod != nil {
+		mod(&cfg)
+	}
+	tr, err := New(cfg, cat.Descriptors(), cat, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr, cat
+}
+
+// memory returns a copy of every store's bytes.
+func memory(t *testing.T, cat *store.Catalog) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, s := range cat.Stores() {
+		b, err := s.Region.Slice(0, s.Region.Size())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, bytes.Clone(b))
+	}
+	return out
+}
+
+func be32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+
+func TestPrototypeBytesAreAnswered(t *testing.T) {
+	tr, cat := newTestTranslator(t, nil)
+	w := tr.NewWorker()
+	// Hand-built in the prototype's layout (3-byte base header), not by our encoder.
+	kw := []byte{0x01, 0x05, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0xDE, 0xAD, 0xBE, 0xEF}
+	ki := []byte{0x03, 0x06, 0x00, 0x04, 0x00, 0x00, 0x00, 0x09, 0, 0, 0, 0, 0, 0, 0, 7}
+	w.Handle(kw, reporter, 1)
+	w.Handle(ki, reporter, 2)
+	w.Handle(ki, reporter, 3)
+	kb := keywrite.CompatKey(1)
+	res, err := cat.ByName("keywrite").KeyWrite.Query(kb[:], 2, 0, nil)
+	if err != nil || res.Status != keywrite.Found || !bytes.Equal(res.Value, []byte{0xDE, 0xAD, 0xBE, 0xEF}) {
+		t.Fatalf("Key-Write answer %+v %v, want found DEADBEEF", res, err)
+	}
+	kb = keywrite.CompatKey(9)
+	n, err := cat.ByName("keyincrement").KeyIncrement.Query(kb[:], 4)
+	if err != nil || n != 14 {
+		t.Fatalf("Key-Increment sum %d %v, want 14", n, err)
+	}
+	st := tr.Stats()
+	if st.Reports[dta.KeyWrite] != 1 || st.Reports[dta.KeyIncrement] != 2 || st.Dropped() != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestPostcardsAndAppendThroughTheTranslator(t *testing.T) {
+	tr, cat := newTestTranslator(t, nil)
+	w := tr.NewWorker()
+	for hop := byte(1); hop <= 5; hop++ {
+		pkt := append([]byte{0x04, hop, 0x00, 0, 0, 0, 42, hop}, be32(uint32(hop)*10)...)
+		w.Handle(pkt, reporter, 1)
+	}
+	res, err := cat.ByName("postcard").Postcard.Query([]byte{0, 0, 0, 42}, nil)
+	if err != nil || res.Status.String() != "found" || len(res.Hops) != 5 || !res.Complete {
+		t.Fatalf("postcard answer %+v %v", res, err)
+	}
+	for i, h := range res.Hops {
+		if h.Value != uint32(i+1)*10 {
+			t.Fatalf("hop %d = %d, want %d", i+1, h.Value, (i+1)*10)
+		}
+	}
+	// Three entries: less than a batch of 4, so only a tick writes them.
+	for i := range uint32(3) {
+		w.Handle(append([]byte{0x02, byte(i), 0x00, 0, 0, 0, 1}, be32(100+i)...), reporter, 10)
+	}
+	app := cat.ByName("append").Append
+	if h, _ := app.Head(1); h != 0 {
+		t.Fatalf("head %d before the flush delay, want 0", h)
+	}
+	tr.Tick(10 + int64(DefaultConfig().AppendFlushDelay))
+	p, err := app.Poll(1, 0, 10, nil)
+	if err != nil || p.Count != 3 || p.Lost != 0 {
+		t.Fatalf("poll %+v %v", p, err)
+	}
+	for i := range 3 {
+		if got := binary.BigEndian.Uint32(p.Data[i*4:]); got != 100+uint32(i) {
+			t.Fatalf("entry %d = %d", i, got)
+		}
+	}
+}
+
+func TestMalformedReportsAreCountedAndChangeNothing(t *testing.T) {
+	ext := func(op dta.Opcode, body ...byte) []byte { return append([]byte{byte(op), 0, 0}, body...) }
+	tests := []struct {
+		name   string
+		pkt    []byte
+		reason Reason
+	}{
+		{"an empty datagram is truncated", nil, ReasonTruncated},
+		{"a base header alone is truncated", []byte{0x01, 0, 0}, ReasonTruncated},
+		{"an unknown opcode is rejected", []byte{0x09, 0, 0, 1, 2, 3}, ReasonUnknownOpcode},
+		{"a Key-Write with N = 0 is rejected", []byte{0x01, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1}, ReasonRedundancy},
+		{"a Key-Write with N = 9 is rejected", []byte{0x01, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0, 1}, ReasonRedundancy},
+		{"a Key-Write with N above the store's 4 is rejected", []byte{0x01, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 1}, ReasonRedundancy},
+		{"a Key-Write with trailing bytes is rejected", []byte{0x01, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 1, 0xFF}, ReasonTrailing},
+		{"a postcard for hop 0 is rejected", []byte{0x04, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, ReasonHop},
+		{"a postcard for hop 6 of a 5-hop store is rejected", []byte{0x04, 0, 0, 0, 0, 0, 1, 6, 0, 0, 0, 1}, ReasonHop},
+		{"a postcard value outside the value set is rejected", []byte{0x04, 0, 0, 0, 0, 0, 1, 1, 0xFF, 0, 0, 1}, ReasonValueSet},
+		{"an append to list 16 of 16 is rejected", []byte{0x02, 0, 0, 0, 0, 0, 16, 0, 0, 0, 1}, ReasonList},
+		{"an extended key-write whose key length lies is rejected", ext(dta.OpKeyWriteExt, 0, 1, 2, 60, 0, 4, 1, 2, 3), ReasonLength},
+		{"an extended key-write to an unknown store is rejected", ext(dta.OpKeyWriteExt, 0, 99, 2, 1, 0, 4, 7, 1, 2, 3, 4), ReasonUnknownStore},
+		{"an extended key-write to an append store is rejected", ext(dta.OpKeyWriteExt, 0, 4, 2, 1, 0, 4, 7, 1, 2, 3, 4), ReasonWrongPrimitive},
+		{"an extended key-write with a 5-byte value into a 4-byte store is rejected", ext(dta.OpKeyWriteExt, 0, 1, 2, 1, 0, 5, 7, 1, 2, 3, 4, 5), ReasonValueSize},
+		{"an extended append with an 8-byte entry into a 4-byte store is rejected", ext(dta.OpAppendExt, 0, 4, 0, 0, 0, 1, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8), ReasonValueSize},
+		{"an empty batch is rejected", []byte{0x20, 0, 0, 0}, ReasonBatch},
+		{"a batch record whose length lies is rejected", []byte{0x20, 0, 0, 1, 0x01, 0x00, 0x40, 1}, ReasonLength},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, cat := newTestTranslator(t, nil)
+			before := memory(t, cat)
+			w := tr.NewWorker()
+			if reply := w.Handle(tc.pkt, reporter, 1); reply != nil {
+				t.Fatalf("a report without the retransmit flag got a reply %x", reply)
+			}
+			tr.FlushAll()
+			st := tr.Stats()
+			if st.Drops[tc.reason] != 1 || st.Dropped() != 1 {
+				t.Fatalf("drops %v, want exactly one %s", st.Drops, tc.reason)
+			}
+			after := memory(t, cat)
+			for i := range before {
+				if !bytes.Equal(before[i], after[i]) {
+					t.Fatalf("store %d changed", i)
+				}
+			}
+		})
+	}
+}
+
+func TestABatchKeepsItsGoodReportsAroundABadOne(t *testing.T) {
+	tr, cat := newTestTranslator(t, nil)
+	var bw dta.BatchWriter
+	bw.Reset(make([]byte, 0, 256), dta.Header{})
+	good := dta.Report{Opcode: dta.OpKeyWrite, Redundancy: 2, Key: be32(5), Value: be32(55)}
+	bad := dta.Report{Opcode: dta.OpAppend, List: 999, Value: be32(1)}
+	good2 := dta.Report{Opcode: dta.OpKeyWrite, Redundancy: 2, Key: be32(6), Value: be32(66)}
+	for _, r := range []*dta.Report{&good, &bad, &good2} {
+		if err := bw.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.NewWorker().Handle(bw.Bytes(), reporter, 1)
+	for k, v := range map[uint32]uint32{5: 55, 6: 66} {
+		kb := keywrite.CompatKey(k)
+		res, _ := cat.ByName("keywrite").KeyWrite.Query(kb[:], 2, 0, nil)
+		if res.Status != keywrite.Found || binary.BigEndian.Uint32(res.Value) != v {
+			t.Fatalf("key %d: %+v", k, res)
+		}
+	}
+	if st := tr.Stats(); st.Drops[ReasonList] != 1 || st.Reports[dta.KeyWrite] != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestRetransmittableReportsFollowGoBackN(t *testing.T) {
+	tr, cat := newTestTranslator(t, nil)
+	w := tr.NewWorker()
+	pkt := func(seq uint8, delta byte) []byte {
+		return []byte{0x03, seq, byte(dta.FlagRetransmit), 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, delta}
+	}
+	steps := []struct {
+		name string
+		seq  uint8
+		want dta.Ack
+	}{
+		{"the first report of a reporter is accepted as its start", 200, dta.Ack{Seq: 200}},
+		{"the next in order is ACKed", 201, dta.Ack{Seq: 201}},
+		{"a duplicate is re-ACKed with the last accepted seq", 200, dta.Ack{Seq: 201}},
+		{"a gap is NACKed with the last accepted seq", 203, dta.Ack{Seq: 201, NACK: true}},
+		{"the missing one is then accepted", 202, dta.Ack{Seq: 202}},
+		{"and the resent one after it", 203, dta.Ack{Seq: 203}},
+	}
+	for _, s := range steps {
+		var a dta.Ack
+		if err := a.Decode(w.Handle(pkt(s.seq, 1), reporter, 1)); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if a != s.want {
+			t.Fatalf("%s: got %+v, want %+v", s.name, a, s.want)
+		}
+	}
+	kb := keywrite.CompatKey(1)
+	if n, _ := cat.ByName("keyincrement").KeyIncrement.Query(kb[:], 1); n != 4 {
+		t.Fatalf("counter %d: the duplicate or the gap was applied (want 4 applied reports)", n)
+	}
+	other := netip.MustParseAddrPort("192.0.2.8:40041")
+	var a dta.Ack
+	if err := a.Decode(w.Handle(pkt(7, 1), other, 1)); err != nil || a != (dta.Ack{Seq: 7}) {
+		t.Fatalf("a second reporter has its own sequence space: %+v %v", a, err)
+	}
+}
+
+func TestLegacyHeaderIsASetting(t *testing.T) {
+	tr, cat := newTestTranslator(t, func(c *Config) { c.LegacyHeader = true })
+	tr.NewWorker().Handle([]byte{0x01, 0x00, 0x02, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x2A}, reporter, 1)
+	kb := keywrite.CompatKey(3)
+	res, _ := cat.ByName("keywrite").KeyWrite.Query(kb[:], 2, 0, nil)
+	if res.Status != keywrite.Found || binary.BigEndian.Uint32(res.Value) != 42 {
+		t.Fatalf("legacy Key-Write: %+v", res)
+	}
+}
+
+func TestHandleAllocatesNothing(t *testing.T) {
+	tr, _ := newTestTranslator(t, nil)
+	w := tr.NewWorker()
+	var bw dta.BatchWriter
+	bw.Reset(make([]byte, 0, 512), dta.Header{})
+	for _, r := range []dta.Report{
+		{Opcode: dta.OpKeyWrite, Redundancy: 2, Key: be32(1), Value: be32(2)},
+		{Opcode: dta.OpKeyIncrement, Redundancy: 2, Key: be32(1), Delta: 3},
+		{Opcode: dta.OpPostcard, Key: be32(1), Hop: 1, Value: be32(2)},
+		{Opcode: dta.OpAppend, List: 1, Value: be32(2)},
+		{Opcode: dta.OpKeyWriteExt, Store: 1, Redundancy: 2, Key: []byte("thirteen-byte"), Value: be32(2)},
+	} {
+		if err := bw.Add(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pkts := map[string][]byte{
+		"compat key-write": {0x01, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 1},
+		"batch of all":     bw.Bytes(),
+		"malformed":        {0x09, 0, 0},
+	}
+	for name, p := range pkts {
+		w.Handle(p, reporter, 1) // warm up
+		if a := testing.AllocsPerRun(200, func() { w.Handle(p, reporter, 1) }); a != 0 {
+			t.Errorf("%s: %v allocations per datagram", name, a)
+		}
+	}
+}

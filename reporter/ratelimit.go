@@ -1,0 +1,42 @@
+package reporter
+
+import (
+	"sync"
+	"time"
+)
+
+// minSleep is the smallest wait worth a sleep. Shorter deficits accumulate
+// in the limiter's schedule and are slept off together, so the long-run rate
+// holds while sleeps stay coarse.
+const minSleep = 50 * time.Microsecond
+
+// limiter is a token bucket in its GCRA form: tat is the theoretical arrival
+// time of the next report; a report may go tau early, which lets a burst of
+// burst reports through at once.
+type limiter struct {
+	mu       sync.Mutex
+	base     time.Time // monotonic origin of the ns clock
+	interval float64   // ns per report
+	tau      float64   // burst tolerance, ns
+	tat      float64   // ns since base
+}
+
+func newLimiter(rate float64, burst int) *limiter {
+	iv := float64(time.Second) / rate
+	return &limiter{base: time.Now(), interval: iv, tau: float64(max(burst, 1)-1) * iv}
+}
+
+// wait blocks until one more report may go.
+func (l *limiter) wait() {
+	l.mu.Lock()
+	now := float64(time.Since(l.base))
+	if l.tat < now {
+		l.tat = now
+	}
+	at := l.tat - l.tau
+	l.tat += l.interval
+	l.mu.Unlock()
+	if d := time.Duration(at - now); d >= minSleep {
+		time.Sleep(d)
+	}
+}
