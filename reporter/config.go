@@ -32,6 +32,9 @@ const (
 	// timeout without any ACK or NACK making progress before the Reporter
 	// stops resending on timeouts (a NACK still triggers a resend).
 	MaxTimeoutResends = 3
+	// MaxLinger bounds how long Close waits for the translator to
+	// acknowledge the datagrams still in the window.
+	MaxLinger = 2 * time.Second
 )
 
 // Config configures a Reporter. Every zero value selects the documented

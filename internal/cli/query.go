@@ -1,8 +1,511 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
 
-// newQueryCmd is filled in by the query API work.
+	"github.com/spf13/cobra"
+
+	"github.com/dta-go/dta/client"
+	"github.com/dta-go/dta/wire/dta"
+)
+
+// queryOptions are the flags every query subcommand shares.
+type queryOptions struct {
+	server string
+	output string
+}
+
+// client checks the shared flags and returns a client of the server.
+func (o *queryOptions) client() (*client.Client, error) {
+	if o.output != "table" && o.output != "json" {
+		return nil, usageError("-o: %q is not table or json", o.output)
+	}
+	c, err := client.New(o.server, nil)
+	if err != nil {
+		return nil, usageError("--server: %v", err)
+	}
+	return c, nil
+}
+
+// fail explains a failed call: the server's error as it gave it, or a
+// hint when the collector cannot be reached.
+func (o *queryOptions) fail(err error) error {
+	var ae *client.Error
+	var ne net.Error
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &ae):
+		return err
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.As(err, &oe) || errors.As(err, &ne):
+		return fmt.Errorf("cannot reach the collector at %s: %w (is `dta up` or `dta collector` running? see --server)", o.server, err)
+	}
+	return err
+}
+
 func newQueryCmd() *cobra.Command {
-	return &cobra.Command{Use: "query", Short: "Query a collector's stores"}
+	o := &queryOptions{}
+	cmd := &cobra.Command{
+		Use:   "query",
+		Short: "Query a collector's stores",
+		Long: `query asks a collector's query API (docs/API.md) what its stores hold.
+
+Keys are given as on every dta command line:
+  42                               a decimal 32-bit key (the prototype's reports)
+  0x0a0b0c                         hex bytes
+  tcp,10.0.0.1:5000,10.0.0.2:80    a 5-tuple (IPv6 in brackets: udp,[2001:db8::1]:53,[2001:db8::2]:53)
+
+--store defaults to the subcommand's primitive name, which is the name of
+that primitive's default store in ` + "`dta up`" + `. -o json prints JSON for scripts
+(one object per line for several keys and for --follow).`,
+		Example: `  dta query stores
+  dta query keywrite --key 1
+  dta query keywrite --key 1 --key 2 --key 0x0a0b --n 2 --threshold 2
+  dta query keyincrement --key tcp,10.0.0.1:5000,10.0.0.2:80
+  dta query postcard --key 42 -o json
+  dta query append --list 3
+  dta query append --list 3 --follow`,
+		Args: cobra.NoArgs,
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&o.server, "server", "http://127.0.0.1:8040", "query API base `URL` of the collector")
+	pf.StringVarP(&o.output, "output", "o", "table", "output `format`: table or json")
+	cmd.AddCommand(
+		newQueryStoresCmd(o),
+		newQueryKeyWriteCmd(o),
+		newQueryKeyIncrementCmd(o),
+		newQueryPostcardCmd(o),
+		newQueryAppendCmd(o),
+	)
+	return cmd
+}
+
+// queryKeys validates --key values locally, so that a typo is a usage error.
+func queryKeys(keys []string) error {
+	if len(keys) == 0 {
+		return usageError("--key: give at least one key")
+	}
+	for _, k := range keys {
+		if _, err := dta.ParseKey(k); err != nil {
+			return usageError("--key: %v", err)
+		}
+	}
+	return nil
+}
+
+// queryJSONLines prints each value as one line of JSON.
+func queryJSONLines[T any](w io.Writer, vals []T) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, v := range vals {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newQueryStoresCmd(o *queryOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:     "stores",
+		Short:   "List the collector's stores and their geometry",
+		Example: "  dta query stores\n  dta query stores -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			stores, err := c.Stores(cmd.Context())
+			if err != nil {
+				return o.fail(err)
+			}
+			out := cmd.OutOrStdout()
+			if o.output == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(stores)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tID\tPRIMITIVE\tDEFAULT\tGEOMETRY\tMEMORY\tBACKING")
+			for _, s := range stores {
+				def := ""
+				if s.Default {
+					def = "yes"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.ID, s.Primitive, def, queryGeometry(s), queryBytes(s.RegionBytes), s.Backing)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// queryGeometry summarises a store's geometry in one cell.
+func queryGeometry(s client.Store) string {
+	g := s.Geometry
+	switch s.Primitive {
+	case "keywrite":
+		return fmt.Sprintf("%d slots, %d B values, N≤%d, %s", g.Slots, g.ValueSize, g.MaxRedundancy, g.Hash)
+	case "keyincrement":
+		return fmt.Sprintf("%d counters, N≤%d, %s", g.Slots, g.MaxRedundancy, g.Hash)
+	case "postcard":
+		v := ""
+		if g.MinValue != nil && g.MaxValue != nil {
+			v = fmt.Sprintf(", values %d..%d", *g.MinValue, *g.MaxValue)
+		}
+		return fmt.Sprintf("%d chunks × %d hops, N=%d%s, %s", g.Chunks, g.Hops, g.Redundancy, v, g.Hash)
+	case "append":
+		return fmt.Sprintf("%d lists × %d entries of %d B, batch %d", g.Lists, g.Capacity, g.EntrySize, g.Batch)
+	}
+	return ""
+}
+
+// queryBytes formats a size in binary units.
+func queryBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func newQueryKeyWriteCmd(o *queryOptions) *cobra.Command {
+	var (
+		store        string
+		keys         []string
+		n, threshold int
+	)
+	cmd := &cobra.Command{
+		Use:   "keywrite",
+		Short: "Look keys up in a Key-Write store (plurality vote over N copies)",
+		Long: `keywrite reads the N copies of each key, keeps those whose checksum matches,
+and answers by plurality vote: found (with the value), empty (never written,
+overwritten, or fewer votes than --threshold), or conflict (copies disagree).
+--n defaults to the store's maximum redundancy; querying with the N the key
+was reported with gives the clearest vote counts.`,
+		Example: `  dta query keywrite --key 1
+  dta query keywrite --key 1 --key 2 --n 2
+  dta query keywrite --store int-paths --key tcp,10.0.0.1:5000,10.0.0.2:80 --threshold 2 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			if err := queryKeys(keys); err != nil {
+				return err
+			}
+			if n < 0 || threshold < 0 {
+				return usageError("--n and --threshold must not be negative")
+			}
+			opt := client.KeyWriteOptions{N: n, Threshold: threshold}
+			var res []client.KeyWriteResult
+			if len(keys) == 1 {
+				var r client.KeyWriteResult
+				r, err = c.KeyWrite(cmd.Context(), store, keys[0], opt)
+				res = []client.KeyWriteResult{r}
+			} else {
+				res, err = c.KeyWriteBatch(cmd.Context(), store, keys, opt)
+			}
+			if err != nil {
+				return o.fail(err)
+			}
+			out := cmd.OutOrStdout()
+			if o.output == "json" {
+				return queryJSONLines(out, res)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "KEY\tSTATUS\tVALUE\tVALUE_U32\tVOTES\tCHECKS\tCOPIES")
+			for _, r := range res {
+				val, u := "-", "-"
+				if len(r.Value) > 0 {
+					val = "0x" + r.Value.String()
+				}
+				if r.ValueU32 != nil {
+					u = strconv.FormatUint(uint64(*r.ValueU32), 10)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", r.Key, r.Status, val, u, r.Votes, r.Checks, r.Copies)
+			}
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&store, "store", "keywrite", "store `name` or id")
+	f.StringArrayVar(&keys, "key", nil, "`key` to look up (repeat for several)")
+	f.IntVar(&n, "n", 0, "copies to read (0: the store's maximum)")
+	f.IntVar(&threshold, "threshold", 0, "votes a value needs (0: plurality)")
+	return cmd
+}
+
+func newQueryKeyIncrementCmd(o *queryOptions) *cobra.Command {
+	var (
+		store string
+		keys  []string
+		n     int
+	)
+	cmd := &cobra.Command{
+		Use:   "keyincrement",
+		Short: "Read keys' counts from a Key-Increment store (count-min over N counters)",
+		Long: `keyincrement returns the minimum of each key's N counters: never below the
+key's true sum when --n is the N the key was reported with, above it only by
+what colliding keys added. --n defaults to the store's maximum redundancy.`,
+		Example: `  dta query keyincrement --key 9
+  dta query keyincrement --key 9 --key 10 --n 2 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			if err := queryKeys(keys); err != nil {
+				return err
+			}
+			if n < 0 {
+				return usageError("--n must not be negative")
+			}
+			var res []client.KeyIncrementResult
+			if len(keys) == 1 {
+				var r client.KeyIncrementResult
+				r, err = c.KeyIncrement(cmd.Context(), store, keys[0], n)
+				res = []client.KeyIncrementResult{r}
+			} else {
+				res, err = c.KeyIncrementBatch(cmd.Context(), store, keys, n)
+			}
+			if err != nil {
+				return o.fail(err)
+			}
+			out := cmd.OutOrStdout()
+			if o.output == "json" {
+				return queryJSONLines(out, res)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "KEY\tCOUNT\tCOPIES")
+			for _, r := range res {
+				fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Key, r.Count, r.Copies)
+			}
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&store, "store", "keyincrement", "store `name` or id")
+	f.StringArrayVar(&keys, "key", nil, "`key` to look up (repeat for several)")
+	f.IntVar(&n, "n", 0, "counters to read (0: the store's maximum)")
+	return cmd
+}
+
+func newQueryPostcardCmd(o *queryOptions) *cobra.Command {
+	var (
+		store string
+		keys  []string
+	)
+	cmd := &cobra.Command{
+		Use:   "postcard",
+		Short: "Read flows' paths from a Postcarding store",
+		Long: `postcard decodes each flow's chunk(s) and prints its path: the value of every
+hop up to the last one that reported, "-" for a hop that did not (a partial
+path written early). complete means no hop is missing.`,
+		Example: `  dta query postcard --key 42
+  dta query postcard --key tcp,10.0.0.1:5000,10.0.0.2:80 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			if err := queryKeys(keys); err != nil {
+				return err
+			}
+			var res []client.PostcardResult
+			if len(keys) == 1 {
+				var r client.PostcardResult
+				r, err = c.Postcard(cmd.Context(), store, keys[0])
+				res = []client.PostcardResult{r}
+			} else {
+				res, err = c.PostcardBatch(cmd.Context(), store, keys)
+			}
+			if err != nil {
+				return o.fail(err)
+			}
+			out := cmd.OutOrStdout()
+			if o.output == "json" {
+				return queryJSONLines(out, res)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "KEY\tSTATUS\tCOMPLETE\tPATH")
+			for _, r := range res {
+				hops := make([]string, len(r.Hops))
+				for i, h := range r.Hops {
+					hops[i] = "-"
+					if h.Present {
+						hops[i] = strconv.FormatUint(uint64(h.Value), 10)
+					}
+				}
+				complete := "no"
+				if r.Complete {
+					complete = "yes"
+				}
+				path := strings.Join(hops, " ")
+				if path == "" {
+					path, complete = "-", "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Key, r.Status, complete, path)
+			}
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&store, "store", "postcard", "store `name` or id")
+	f.StringArrayVar(&keys, "key", nil, "flow `key` to look up (repeat for several)")
+	return cmd
+}
+
+// queryEntryJSON is one line of `dta query append --follow -o json`.
+type queryEntryJSON struct {
+	Index    uint64     `json:"index"`
+	Value    client.Hex `json:"value"`
+	ValueU32 *uint32    `json:"value_u32,omitempty"`
+	Lost     uint64     `json:"lost,omitempty"`
+}
+
+func newQueryAppendCmd(o *queryOptions) *cobra.Command {
+	var (
+		store  string
+		list   uint32
+		cursor string
+		limit  int
+		wait   time.Duration
+		follow bool
+	)
+	cmd := &cobra.Command{
+		Use:   "append",
+		Short: "Read an Append list's entries, once or as they arrive (--follow)",
+		Long: `append reads entries of one list of an Append store, oldest first.
+
+Without --follow it polls once and prints what the list holds from --cursor
+(default: the oldest entry still in memory), then the cursor to poll from next.
+With --follow it prints entries as they arrive until Ctrl-C (default: from
+the list's current head, i.e. only new entries; --cursor oldest replays first).
+
+--cursor is an entry index (the next_cursor of an earlier poll), oldest or
+head. Entries overwritten before they could be read are reported as lost.`,
+		Example: `  dta query append --list 3
+  dta query append --list 3 --cursor 1200 --limit 100 -o json
+  dta query append --list 3 --wait 10s      # wait for the first new entry
+  dta query append --list 3 --follow
+  dta query append --store events --list 0 --follow --cursor oldest -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			if cursor == "" {
+				cursor = "oldest"
+				if follow {
+					cursor = "head"
+				}
+			}
+			cur, err := client.ParseCursor(cursor)
+			if err != nil {
+				return usageError("--cursor: %v", err)
+			}
+			if limit < 0 || wait < 0 {
+				return usageError("--limit and --wait must not be negative")
+			}
+			if follow {
+				if cmd.Flags().Changed("limit") || cmd.Flags().Changed("wait") {
+					return usageError("--limit and --wait apply to a single poll, not to --follow")
+				}
+				return queryFollow(cmd.Context(), c, o, store, list, cur, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
+			res, err := c.Append(cmd.Context(), store, list, cur, client.AppendOptions{Limit: limit, Wait: wait})
+			if err != nil {
+				return o.fail(err)
+			}
+			out := cmd.OutOrStdout()
+			if o.output == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetEscapeHTML(false)
+				return enc.Encode(res)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "INDEX\tVALUE\tVALUE_U32")
+			for _, e := range res.Entries {
+				fmt.Fprintf(tw, "%d\t0x%s\t%s\n", e.Index, e.Value, queryU32(e.ValueU32))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%d entries; next cursor %d, head %d, lost %d\n", len(res.Entries), res.NextCursor, res.Head, res.Lost)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&store, "store", "append", "store `name` or id")
+	f.Uint32Var(&list, "list", 0, "list `id`")
+	f.StringVar(&cursor, "cursor", "", "where to start: an entry `index`, oldest or head (default oldest; head with --follow)")
+	f.IntVar(&limit, "limit", 0, "most entries to print (0: the server's default, 1000)")
+	f.DurationVar(&wait, "wait", 0, "wait up to this long for a first entry (at most 30s)")
+	f.BoolVarP(&follow, "follow", "f", false, "print entries as they arrive until Ctrl-C")
+	return cmd
+}
+
+func queryU32(v *uint32) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatUint(uint64(*v), 10)
+}
+
+// queryFollow streams a list's entries until ctx ends. A reset of the list
+// (cursor ahead of the head) is reported and following goes on from the new
+// head.
+func queryFollow(ctx context.Context, c *client.Client, o *queryOptions, store string, list uint32, cur client.Cursor, out, errw io.Writer) error {
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	if o.output == "table" {
+		fmt.Fprintf(out, "%-20s  %-18s  %s\n", "INDEX", "VALUE", "VALUE_U32")
+	}
+	emit := func(e client.Entry) error {
+		if e.Lost > 0 {
+			fmt.Fprintf(errw, "dta: %d entries lost (overwritten before they could be read) before index %d\n", e.Lost, e.Index)
+		}
+		if o.output == "json" {
+			return enc.Encode(queryEntryJSON{Index: e.Index, Value: e.Value, ValueU32: e.ValueU32, Lost: e.Lost})
+		}
+		_, err := fmt.Fprintf(out, "%-20d  %-18s  %s\n", e.Index, "0x"+e.Value.String(), queryU32(e.ValueU32))
+		return err
+	}
+	for {
+		err := c.Follow(ctx, store, list, cur, func(e client.Entry) error {
+			cur = client.CursorAt(e.Index + 1)
+			return emit(e)
+		})
+		var ae *client.Error
+		switch {
+		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+			return nil // Ctrl-C
+		case errors.As(err, &ae) && ae.StatusCode == http.StatusConflict && ae.Head != nil:
+			fmt.Fprintf(errw, "dta: list %d was reset (head now %d); following from there\n", list, *ae.Head)
+			cur = client.CursorAt(*ae.Head)
+		default:
+			return o.fail(err)
+		}
+	}
 }

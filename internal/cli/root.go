@@ -61,6 +61,7 @@ then look at the data:
 		newReportCmd(),
 		newQueryCmd(),
 		newDecodeCmd(),
+		newPlanCmd(),
 	)
 	return root
 }

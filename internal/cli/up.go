@@ -134,7 +134,7 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	if err != nil {
 		return err
 	}
-	if err := col.Register(metrics.Translator{T: tr, Listener: in.Listener()}); err != nil {
+	if err := col.Metrics().Register(metrics.Translator{T: tr, Listener: in.Listener()}); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "dta up: reports on udp %s, queries on http://%s (metrics /metrics, health /healthz)\n",

@@ -14,8 +14,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/dta-go/dta/internal/metrics"
 	"github.com/dta-go/dta/internal/query"
 	"github.com/dta-go/dta/internal/region"
@@ -32,7 +30,7 @@ type Config struct {
 // Collector is a running collector.
 type Collector struct {
 	cat    *store.Catalog
-	reg    *prometheus.Registry
+	reg    *metrics.Registry
 	query  *query.Server
 	ln     net.Listener
 	srv    *http.Server
@@ -56,10 +54,15 @@ func New(cfg Config, logger *slog.Logger) (*Collector, error) {
 	}
 	c := &Collector{cat: cat, reg: metrics.NewRegistry(), ln: ln, logger: logger, start: time.Now()}
 	c.query = query.New(cat, query.DefaultConfig(), logger)
-	c.reg.MustRegister(metrics.Catalog{C: cat}, metrics.Query{S: c.query.Stats()})
+	if err := c.reg.Register(metrics.Catalog{C: cat}); err != nil {
+		return nil, err
+	}
+	if err := c.reg.Register(metrics.Query{S: c.query.Stats()}); err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", c.query.Handler())
-	mux.Handle("GET /metrics", metrics.Handler(c.reg))
+	mux.Handle("GET /metrics", c.reg.Handler())
 	mux.HandleFunc("GET /healthz", c.healthz)
 	c.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	return c, nil
@@ -68,8 +71,9 @@ func New(cfg Config, logger *slog.Logger) (*Collector, error) {
 // Catalog returns the stores; it is also the local sink.
 func (c *Collector) Catalog() *store.Catalog { return c.cat }
 
-// Register adds a metrics collector (e.g. an in-process translator's).
-func (c *Collector) Register(m prometheus.Collector) error { return c.reg.Register(m) }
+// Metrics returns the registry served on /metrics, for an in-process
+// translator to add its collector to.
+func (c *Collector) Metrics() *metrics.Registry { return c.reg }
 
 // HTTPAddr is the address the query API listens on.
 func (c *Collector) HTTPAddr() net.Addr { return c.ln.Addr() }

@@ -18,16 +18,23 @@ import (
 	"github.com/dta-go/dta/wire/dta"
 )
 
+// Registry holds the collectors a process exports. Components add theirs
+// with Register; nothing outside this package needs the Prometheus client.
+type Registry struct{ reg *prometheus.Registry }
+
 // NewRegistry returns a registry with the Go runtime and process collectors.
-func NewRegistry() *prometheus.Registry {
+func NewRegistry() *Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg
+	return &Registry{reg: reg}
 }
 
-// Handler serves reg in the Prometheus exposition format.
-func Handler(reg *prometheus.Registry) http.Handler {
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+// Register adds a collector of this package (Translator, Catalog, Query).
+func (r *Registry) Register(c prometheus.Collector) error { return r.reg.Register(c) }
+
+// Handler serves the registry in the Prometheus exposition format.
+func (r *Registry) Handler() http.Handler {
+	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{Registry: r.reg})
 }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {

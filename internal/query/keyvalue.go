@@ -17,6 +17,13 @@ type hexBytes []byte
 // MarshalText encodes h as hex.
 func (h hexBytes) MarshalText() ([]byte, error) { return hex.AppendEncode(nil, h), nil }
 
+// UnmarshalText decodes hex.
+func (h *hexBytes) UnmarshalText(b []byte) error {
+	v, err := hex.AppendDecode(nil, b)
+	*h = v
+	return err
+}
+
 // u32 returns the big-endian value of a 4-byte value (compat data), else nil.
 func u32(b []byte) *uint32 {
 	if len(b) != 4 {

@@ -46,8 +46,8 @@ func (s *Server) notifications(w http.ResponseWriter, r *http.Request, _ *store.
 				return nil
 			}
 			s.stats.Notifications.Add(1)
-			// Write whatever else is queued before flushing once.
-			for more := true; more; {
+			// Write what else is queued (a bounded amount) before flushing once.
+			for more, i := true, 0; more && i < 256; i++ {
 				select {
 				case n := <-ch:
 					if enc.Encode(notificationJSON{Store: n.Store, Offset: n.Offset, Imm: n.Imm}) != nil {

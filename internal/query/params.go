@@ -35,6 +35,9 @@ func parseKey(field, s string) (dta.Key, *apiError) {
 	}
 	k, err := dta.ParseKey(s)
 	if err != nil {
+		if msg := err.Error(); field == "key" && strings.HasPrefix(msg, "key ") {
+			return dta.Key{}, invalid(field, "%s", msg)
+		}
 		return dta.Key{}, invalid(field, "%s: %v", field, err)
 	}
 	return k, nil

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dta-go/dta/internal/store"
@@ -122,8 +123,18 @@ func New(cat *store.Catalog, cfg Config, logger *slog.Logger) *Server {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cat: cat, cfg: cfg.withDefaults(), logger: logger, mux: http.NewServeMux()}
+	var paths []string
+	allowed := map[string][]string{}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+		if allowed[rt.path] == nil {
+			paths = append(paths, rt.path)
+		}
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	// The same paths without a method catch the other methods: 405.
+	for _, p := range paths {
+		s.mux.Handle(p, s.methodNotAllowed(allowed[p]))
 	}
 	s.mux.HandleFunc("/", s.noRoute)
 	return s
@@ -205,33 +216,37 @@ func (s *Server) resolve(ref string, prim dta.Primitive) (*store.Store, *apiErro
 	}
 	if prim != 0 && st.Primitive != prim {
 		return nil, &apiError{status: http.StatusNotFound, reason: ReasonWrongPrimitive, Field: "store",
-			Message: fmt.Sprintf("store %q is a %v store, not a %v store", st.Name, st.Primitive, prim)}
+			Message: fmt.Sprintf("store %q is %s store, not %s store", st.Name, article(st.Primitive), article(prim))}
 	}
 	return st, nil
 }
 
-// noRoute answers requests no pattern matched: 405 when the path exists for
-// another method, else 404.
+// article prefixes a primitive's name with its indefinite article.
+func article(p dta.Primitive) string {
+	if p == dta.Append {
+		return "an append"
+	}
+	return "a " + p.String()
+}
+
+// methodNotAllowed answers a request for a path served only for other
+// methods.
+func (s *Server) methodNotAllowed(methods []string) http.Handler {
+	allow := slices.Clone(methods)
+	if slices.Contains(allow, http.MethodGet) {
+		allow = append(allow, http.MethodHead)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.stats.Requests[EndpointOther].Add(1)
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		s.fail(w, EndpointOther, &apiError{status: http.StatusMethodNotAllowed, reason: ReasonMethod,
+			Message: fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))})
+	})
+}
+
+// noRoute answers requests no pattern matched.
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	s.stats.Requests[EndpointOther].Add(1)
-	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost} {
-		probe := &http.Request{Method: m, URL: &url.URL{Path: r.URL.Path}, Host: r.Host}
-		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
-			allow = append(allow, m)
-		}
-	}
-	if len(allow) > 0 {
-		if len(allow) == 1 && allow[0] == http.MethodGet {
-			allow = append(allow, http.MethodHead)
-		}
-		for _, m := range allow {
-			w.Header().Add("Allow", m)
-		}
-		s.fail(w, EndpointOther, &apiError{status: http.StatusMethodNotAllowed, reason: ReasonMethod,
-			Message: fmt.Sprintf("%s %s: method not allowed (allowed: %v)", r.Method, r.URL.Path, allow)})
-		return
-	}
 	s.fail(w, EndpointOther, &apiError{status: http.StatusNotFound, reason: ReasonNoRoute,
 		Message: fmt.Sprintf("no endpoint %s %s; see docs/API.md", r.Method, quote(r.URL.Path))})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/dta-go/dta/internal/primitive/keyincrement"
 	"github.com/dta-go/dta/internal/primitive/keywrite"
 	"github.com/dta-go/dta/internal/primitive/postcard"
+	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/wire/dta"
 )
 
@@ -139,11 +140,20 @@ func (c *Config) Describe() (Descriptor, error) {
 	if mem != 0 && (c.Slots != 0 || c.Chunks != 0 || c.Capacity != 0) {
 		return d, errors.New("memory: give either memory or the primitive's count (slots, chunks, capacity), not both")
 	}
+	if mem > region.MaxSize {
+		return d, fmt.Errorf("memory: %v is above the largest region, %v", c.Memory, ByteSize(region.MaxSize))
+	}
+	// small says why memory is too small for the primitive's count, which is
+	// then set to its minimum so that other fields are still validated.
+	var small string
 	switch p {
 	case dta.KeyWrite:
 		d.KeyWrite = keywrite.Spec{Slots: c.Slots, ValueSize: orDefault(c.ValueSize, DefaultValueSize), MaxRedundancy: red, Hash: hash}
 		if mem != 0 {
 			d.KeyWrite.Slots = d.KeyWrite.SlotsFor(mem)
+			if d.KeyWrite.Slots < 2 {
+				d.KeyWrite.Slots, small = 2, fmt.Sprintf("%d slots of %d bytes, at least 2 are needed", d.KeyWrite.Slots, d.KeyWrite.SlotSize())
+			}
 		} else if c.Slots == 0 {
 			d.KeyWrite.Slots = DefaultSlots
 		}
@@ -151,6 +161,9 @@ func (c *Config) Describe() (Descriptor, error) {
 		d.KeyIncrement = keyincrement.Spec{Slots: c.Slots, MaxRedundancy: red, Hash: hash}
 		if mem != 0 {
 			d.KeyIncrement.Slots = d.KeyIncrement.SlotsFor(mem)
+			if d.KeyIncrement.Slots < 2 {
+				d.KeyIncrement.Slots, small = 2, fmt.Sprintf("%d counters, at least 2 are needed", d.KeyIncrement.Slots)
+			}
 		} else if c.Slots == 0 {
 			d.KeyIncrement.Slots = DefaultSlots
 		}
@@ -164,6 +177,9 @@ func (c *Config) Describe() (Descriptor, error) {
 		}
 		if mem != 0 {
 			d.Postcard.Chunks = d.Postcard.ChunksFor(mem)
+			if d.Postcard.Chunks < 2 {
+				d.Postcard.Chunks, small = 2, fmt.Sprintf("%d chunks of %d bytes, at least 2 are needed", d.Postcard.Chunks, d.Postcard.ChunkSize())
+			}
 		} else if c.Chunks == 0 {
 			d.Postcard.Chunks = DefaultChunks
 		}
@@ -174,12 +190,19 @@ func (c *Config) Describe() (Descriptor, error) {
 		}
 		if mem != 0 {
 			d.Append.Capacity = d.Append.CapacityFor(mem)
+			if d.Append.Capacity < 2*uint64(d.Append.Batch) {
+				small = fmt.Sprintf("%d entries in each of %d lists, at least 2 batches (%d) are needed", d.Append.Capacity, d.Append.Lists, 2*d.Append.Batch)
+				d.Append.Capacity = 2 * uint64(d.Append.Batch)
+			}
 		} else if c.Capacity == 0 {
 			d.Append.Capacity = DefaultCapacity
 		}
 	}
 	if err := d.Validate(); err != nil {
 		return d, err
+	}
+	if small != "" {
+		return d, fmt.Errorf("memory: %v holds %s", c.Memory, small)
 	}
 	return d, nil
 }

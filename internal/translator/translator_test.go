@@ -224,6 +224,10 @@ func TestRetransmittableReportsFollowGoBackN(t *testing.T) {
 	if n, _ := cat.ByName("keyincrement").KeyIncrement.Query(kb[:], 1); n != 4 {
 		t.Fatalf("counter %d: the duplicate or the gap was applied (want 4 applied reports)", n)
 	}
+	var unknown dta.Ack
+	if err := unknown.Decode(w.Handle([]byte{0x7F, 204, byte(dta.FlagRetransmit)}, reporter, 1)); err != nil || unknown != (dta.Ack{Seq: 204}) {
+		t.Fatalf("a malformed datagram in sequence must consume its seq and be ACKed: %+v %v", unknown, err)
+	}
 	other := netip.MustParseAddrPort("192.0.2.8:40041")
 	var a dta.Ack
 	if err := a.Decode(w.Handle(pkt(7, 1), other, 1)); err != nil || a != (dta.Ack{Seq: 7}) {

@@ -45,12 +45,12 @@ func (t *Translator) NewWorker() *Worker {
 // returned slice is valid until the next Handle.
 func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 	w.stats.Datagrams.Add(1)
-	if err := w.dec.Decode(b, &w.dg); err != nil {
-		w.drop(err, from, now)
-		return nil
-	}
+	derr := w.dec.Decode(b, &w.dg)
 	h := w.dg.Header
-	if h.Retransmit() {
+	// A retransmittable datagram takes part in sequence tracking as soon as
+	// its 3-byte base header is readable, even if the rest is malformed:
+	// otherwise the reporter would resend it (and be NACKed) forever.
+	if h.Retransmit() && !w.dec.Legacy && len(b) >= dta.HeaderLen {
 		v, seq := w.t.seq.check(from, h.Seq)
 		switch v {
 		case seqDuplicate:
@@ -60,6 +60,14 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 			w.stats.Drops[ReasonOutOfOrder].Add(1)
 			return w.ack(seq, true)
 		}
+		if derr != nil {
+			w.drop(derr, from, now)
+			return w.ack(h.Seq, false)
+		}
+	}
+	if derr != nil {
+		w.drop(derr, from, now)
+		return nil
 	}
 	for {
 		err := w.dg.Next(&w.r)
@@ -151,8 +159,8 @@ func (w *Worker) apply() error {
 // errSinkWrap marks a sink error without allocating.
 type errSinkWrap struct{ err error }
 
-func (e errSinkWrap) Error() string { return "sink: " + e.err.Error() }
-func (e errSinkWrap) Unwrap() error { return e.err }
+func (e errSinkWrap) Error() string        { return "sink: " + e.err.Error() }
+func (e errSinkWrap) Unwrap() error        { return e.err }
 func (e errSinkWrap) Is(target error) bool { return target == ErrSink }
 
 // drop counts a dropped report and logs it through the rate limiter.

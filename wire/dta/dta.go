@@ -161,7 +161,11 @@ func (h Header) AppendLegacyTo(b []byte) []byte {
 }
 
 // Report is one decoded report. Which fields are meaningful depends on the
-// primitive; see docs/PROTOCOL.md. Key and Value alias the datagram.
+// primitive; see docs/PROTOCOL.md. Key and Value alias the datagram; their
+// capacity ends with them, so appending to one copies it instead of
+// overwriting the datagram. The encoders ignore fields the opcode's format
+// does not carry, except Store (and a compat Postcard's PathLen): a compat
+// report with a non-zero one is refused, not sent to the default store.
 type Report struct {
 	Opcode     Opcode // the format it came in (or goes out in)
 	Store      uint16 // extended formats: target store id; 0 = the primitive's default store
@@ -209,25 +213,25 @@ func decodeBody(op Opcode, b []byte, r *Report) error {
 		if len(b) < keyWriteLen {
 			return ErrTruncated
 		}
-		r.Redundancy, r.Key, r.Value = b[0], b[1:5], b[5:9]
+		r.Redundancy, r.Key, r.Value = b[0], b[1:5:5], b[5:9:9]
 		need = keyWriteLen
 	case OpKeyIncrement:
 		if len(b) < keyIncrementLen {
 			return ErrTruncated
 		}
-		r.Redundancy, r.Key, r.Delta = b[0], b[1:5], binary.BigEndian.Uint64(b[5:13])
+		r.Redundancy, r.Key, r.Delta = b[0], b[1:5:5], binary.BigEndian.Uint64(b[5:13])
 		need = keyIncrementLen
 	case OpAppend:
 		if len(b) < appendLen {
 			return ErrTruncated
 		}
-		r.List, r.Value = binary.BigEndian.Uint32(b), b[4:8]
+		r.List, r.Value = binary.BigEndian.Uint32(b), b[4:8:8]
 		need = appendLen
 	case OpPostcard:
 		if len(b) < postcardLen {
 			return ErrTruncated
 		}
-		r.Key, r.Hop, r.Value = b[0:4], b[4], b[5:9]
+		r.Key, r.Hop, r.Value = b[0:4:4], b[4], b[5:9:9]
 		need = postcardLen
 	case OpKeyWriteExt:
 		if len(b) < keyWriteExtLen {
@@ -245,8 +249,8 @@ func decodeBody(op Opcode, b []byte, r *Report) error {
 		if len(b) < need {
 			return ErrLength
 		}
-		r.Key = b[keyWriteExtLen : keyWriteExtLen+kl]
-		r.Value = b[keyWriteExtLen+kl : need]
+		r.Key = b[keyWriteExtLen : keyWriteExtLen+kl : keyWriteExtLen+kl]
+		r.Value = b[keyWriteExtLen+kl : need : need]
 	case OpKeyIncrementExt:
 		if len(b) < keyIncrExtLen {
 			return ErrTruncated
@@ -261,7 +265,7 @@ func decodeBody(op Opcode, b []byte, r *Report) error {
 		if len(b) < need {
 			return ErrLength
 		}
-		r.Key = b[keyIncrExtLen:need]
+		r.Key = b[keyIncrExtLen:need:need]
 	case OpAppendExt:
 		if len(b) < appendExtLen {
 			return ErrTruncated
@@ -275,7 +279,7 @@ func decodeBody(op Opcode, b []byte, r *Report) error {
 		if len(b) < need {
 			return ErrLength
 		}
-		r.Value = b[appendExtLen:need]
+		r.Value = b[appendExtLen:need:need]
 	case OpPostcardExt:
 		if len(b) < postcardExtLen {
 			return ErrTruncated
@@ -292,8 +296,8 @@ func decodeBody(op Opcode, b []byte, r *Report) error {
 		if len(b) < need {
 			return ErrLength
 		}
-		r.Key = b[postcardExtLen : postcardExtLen+kl]
-		r.Value = b[postcardExtLen+kl : need]
+		r.Key = b[postcardExtLen : postcardExtLen+kl : postcardExtLen+kl]
+		r.Value = b[postcardExtLen+kl : need : need]
 	default:
 		return ErrUnknownOpcode
 	}
@@ -473,6 +477,14 @@ func (r *Report) bodyLen() (int, error) {
 	default:
 		return 0, fmt.Errorf("%w: opcode %#x", ErrEncode, uint8(r.Opcode))
 	}
+	// The compat formats have no field for these; dropping them would send the
+	// report to another store or lose the path length.
+	if !r.Opcode.Extended() && r.Store != 0 {
+		return 0, fmt.Errorf("%w: compat opcode %#x carries no store id (store %d)", ErrEncode, uint8(r.Opcode), r.Store)
+	}
+	if r.Opcode == OpPostcard && r.PathLen != 0 {
+		return 0, fmt.Errorf("%w: compat postcard carries no path length", ErrEncode)
+	}
 	if err := r.check(); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrEncode, err)
 	}
@@ -587,7 +599,9 @@ func RecordSize(r *Report) (int, error) {
 	return batchRecordHdr + n, err
 }
 
-// Bytes returns the datagram built so far; it aliases the buffer given to Reset.
+// Bytes returns the datagram built so far. It aliases the buffer given to
+// Reset as long as that buffer's capacity sufficed (Add appends to it). Before
+// the first Add it is a batch of 0 records, which decoders reject.
 func (w *BatchWriter) Bytes() []byte { return w.buf }
 
 // Ack is the ACK/NACK datagram (UDP 40044): {seqnum, flags}, bit 7 of flags =

@@ -192,6 +192,15 @@ func goldens() []golden {
 			},
 		},
 		{
+			name:   "a batch of a compat Key-Write and an extended Append (docs/PROTOCOL.md)",
+			hex:    "20 05 40 | 02 | 01 0009 | 04 00000001 000000ff | 12 000b | 0002 00000009 0003 aabbcc",
+			header: dta.Header{Opcode: dta.OpBatch, Seq: 5, Flags: dta.FlagRetransmit},
+			reports: []dta.Report{
+				{Opcode: dta.OpKeyWrite, Redundancy: 4, Key: []byte{0, 0, 0, 1}, Value: []byte{0, 0, 0, 0xff}},
+				{Opcode: dta.OpAppendExt, Store: 2, List: 9, Value: []byte{0xaa, 0xbb, 0xcc}},
+			},
+		},
+		{
 			name:   "a batch of one compat Key-Increment",
 			hex:    "20 00 00 | 01 | 03 000d | 02 00000001 0000000000000001",
 			header: dta.Header{Opcode: dta.OpBatch},

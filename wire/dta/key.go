@@ -18,10 +18,11 @@ type FiveTuple struct {
 	Proto            uint8
 }
 
-// AppendTo appends the tuple's wire form to b. Both addresses must be of the
-// same family.
+// AppendTo appends the tuple's wire form to b. Both addresses should be of
+// the same family: unless both are IPv4, both are written as 16 bytes (an IPv4
+// address as IPv4-mapped, an invalid one as zeros).
 func (t FiveTuple) AppendTo(b []byte) []byte {
-	if t.Src.Is4() {
+	if t.Src.Is4() && t.Dst.Is4() {
 		s, d := t.Src.As4(), t.Dst.As4()
 		b = append(b, s[:]...)
 		b = append(b, d[:]...)
@@ -148,12 +149,15 @@ func ParseKey(s string) (Key, error) {
 	return Key{Compat: true, Bytes: binary.BigEndian.AppendUint32(nil, uint32(n))}, nil
 }
 
-// String formats the key in the form ParseKey accepts.
+// String formats the key in the form ParseKey accepts; ParseKey gives back the
+// same bytes. A 13- or 37-byte key prints as a 5-tuple unless an address is an
+// IPv4-mapped IPv6 address (ParseFiveTuple unmaps those, which would change the
+// bytes): such a key prints as hex.
 func (k Key) String() string {
 	if k.Compat {
 		return strconv.FormatUint(uint64(k.U32()), 10)
 	}
-	if t, err := DecodeFiveTuple(k.Bytes); err == nil && (len(k.Bytes) == 13 || len(k.Bytes) == 37) {
+	if t, err := DecodeFiveTuple(k.Bytes); err == nil && !t.Src.Is4In6() && !t.Dst.Is4In6() {
 		return t.String()
 	}
 	return "0x" + hex.EncodeToString(k.Bytes)

@@ -15,7 +15,8 @@
 //
 // The writer may be placing at most one batch (B entries) beyond the head it
 // has published, so a reader treats entry i as readable while
-// head - Capacity + B ≤ i < head, checking the head again after copying.
+// head - Capacity + B ≤ i < head, checking the head again after copying: a
+// reader can count on the last Capacity - B entries, not on all Capacity.
 //
 // The package does no I/O; the translator-side Writer is its only state.
 package appendlist
@@ -39,7 +40,7 @@ const (
 // Spec is the geometry of one Append store.
 type Spec struct {
 	Lists     uint32 // number of lists, 1..MaxLists
-	Capacity  uint64 // entries per list's ring, ≥ Batch
+	Capacity  uint64 // entries per list's ring, ≥ 2 × Batch
 	EntrySize int    // bytes per entry, 1..dta.MaxValueLen
 	Batch     int    // entries per write B, 1..MaxBatch
 }
@@ -53,8 +54,10 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("entry_size: %d out of range [1, %d]", s.EntrySize, dta.MaxValueLen)
 	case s.Batch < 1 || s.Batch > MaxBatch:
 		return fmt.Errorf("batch: %d out of range [1, %d]", s.Batch, MaxBatch)
-	case s.Capacity < uint64(s.Batch) || s.Capacity > 1<<40/uint64(s.EntrySize):
-		return fmt.Errorf("capacity: %d entries out of range [batch=%d, 2^40/entry_size]", s.Capacity, s.Batch)
+	case s.Capacity < 2*uint64(s.Batch) || s.Capacity > 1<<40/uint64(s.EntrySize):
+		// Readers skip the Batch oldest entries, which the writer may be
+		// overwriting; a ring of fewer than 2 batches would leave too little.
+		return fmt.Errorf("capacity: %d entries out of range [2 × batch = %d, 2^40/entry_size]", s.Capacity, 2*s.Batch)
 	case uint64(s.Lists)*uint64(s.Batch)*uint64(s.EntrySize) > MaxPending:
 		return fmt.Errorf("lists × batch × entry_size = %d bytes of translator batches exceeds %d", uint64(s.Lists)*uint64(s.Batch)*uint64(s.EntrySize), MaxPending)
 	case uint64(s.Lists)*s.ListStride() > 1<<40:

@@ -45,7 +45,7 @@ func (s Spec) Validate() error {
 	case s.Hash == hashing.CRC32 && s.Slots&(s.Slots-1) != 0:
 		return fmt.Errorf("slots: %d is not a power of two, which hash crc32 (the prototype's mask) needs", s.Slots)
 	case s.MaxRedundancy < 1 || s.MaxRedundancy > dta.MaxRedundancy:
-		return fmt.Errorf("max_redundancy: %d out of range [1, %d]", s.MaxRedundancy, dta.MaxRedundancy)
+		return fmt.Errorf("redundancy: %d out of range [1, %d]", s.MaxRedundancy, dta.MaxRedundancy)
 	}
 	return nil
 }

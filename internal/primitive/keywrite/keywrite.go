@@ -53,7 +53,7 @@ func (s Spec) Validate() error {
 	case s.ValueSize < 1 || s.ValueSize > dta.MaxValueLen:
 		return fmt.Errorf("value_size: %d out of range [1, %d]", s.ValueSize, dta.MaxValueLen)
 	case s.MaxRedundancy < 1 || s.MaxRedundancy > dta.MaxRedundancy:
-		return fmt.Errorf("max_redundancy: %d out of range [1, %d]", s.MaxRedundancy, dta.MaxRedundancy)
+		return fmt.Errorf("redundancy: %d out of range [1, %d]", s.MaxRedundancy, dta.MaxRedundancy)
 	}
 	return nil
 }

@@ -59,10 +59,10 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("hops: %d out of range [1, %d]", s.Hops, hashing.MaxHops)
 	case s.Redundancy < 1 || s.Redundancy > dta.MaxRedundancy:
 		return fmt.Errorf("redundancy: %d out of range [1, %d]", s.Redundancy, dta.MaxRedundancy)
-	case s.MinValue > s.MaxValue:
-		return fmt.Errorf("values: min %d above max %d", s.MinValue, s.MaxValue)
 	case s.MaxValue >= Blank:
-		return fmt.Errorf("values: max %#x must be below the blank encoding %#x", s.MaxValue, Blank)
+		return fmt.Errorf("max_value: %#x must be below the blank encoding %#x", s.MaxValue, Blank)
+	case s.MinValue > s.MaxValue:
+		return fmt.Errorf("min_value: %d above max_value %d", s.MinValue, s.MaxValue)
 	}
 	return nil
 }

@@ -79,6 +79,7 @@ func (s *Store) Query(key []byte, dst []Hop) (Result, error) {
 	res := Result{Copies: s.spec.Redundancy}
 	var vals, got [hashing.MaxHops]uint32
 	var present uint8
+	conflict := false
 	for n := range s.spec.Redundancy {
 		chunk, err := s.mem.Slice(s.spec.Offset(k, n), s.spec.ChunkSize())
 		if err != nil {
@@ -94,11 +95,14 @@ func (s *Store) Query(key []byte, dst []Hop) (Result, error) {
 			continue
 		}
 		if p != present || got != vals {
-			res.Status = Conflict
-			return res, nil
+			conflict = true
 		}
 	}
-	if res.Valid == 0 {
+	switch {
+	case res.Valid == 0:
+		return res, nil
+	case conflict:
+		res.Status = Conflict
 		return res, nil
 	}
 	res.Status = Found

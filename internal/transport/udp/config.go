@@ -11,16 +11,16 @@ import (
 
 // Bounds checked by [Config.Validate].
 const (
-	// MaxReaders is the largest accepted Config.Readers.
-	MaxReaders = 64
-	// MaxBatchSize is the largest accepted Config.BatchSize.
-	MaxBatchSize = 1024
-	// MaxRecvBuffer is the largest accepted Config.RecvBuffer (1 GiB); the
+	// maxReaders is the largest accepted Config.Readers.
+	maxReaders = 64
+	// maxBatchSize is the largest accepted Config.BatchSize.
+	maxBatchSize = 1024
+	// maxRecvBuffer is the largest accepted Config.RecvBuffer (1 GiB); the
 	// kernel doubles the value it is given and keeps it in an int.
-	MaxRecvBuffer = 1 << 30
-	// MaxMaxDatagram is the largest accepted Config.MaxDatagram: the largest
+	maxRecvBuffer = 1 << 30
+	// maxDatagramLimit is the largest accepted Config.MaxDatagram: the largest
 	// UDP payload that fits in an IP packet without jumbograms.
-	MaxMaxDatagram = 65535
+	maxDatagramLimit = 65535
 )
 
 // Config configures a [Listener]. Start from [DefaultConfig]: a zero Config
@@ -31,12 +31,12 @@ type Config struct {
 	// reader then shares. Ignored by [Serve].
 	Addr string
 	// Readers is the number of SO_REUSEPORT sockets, each read by its own
-	// goroutine with its own Handler: 1 to MaxReaders. The default is
-	// runtime.GOMAXPROCS(0). Ignored by [Serve], which uses one reader per
+	// goroutine with its own Handler: 1 to 64. The default is
+	// runtime.GOMAXPROCS(0), at most 64. Ignored by [Serve], which uses one reader per
 	// connection.
 	Readers int
 	// BatchSize is the number of datagrams read by one recvmmsg call: 1 to
-	// MaxBatchSize, default 64. Each reader holds BatchSize*MaxDatagram bytes
+	// 1024, default 64. Each reader holds BatchSize*MaxDatagram bytes
 	// of receive buffers.
 	BatchSize int
 	// Batched selects recvmmsg (true, the default). False reads one datagram
@@ -44,13 +44,13 @@ type Config struct {
 	// exists to measure what batching buys.
 	Batched bool
 	// RecvBuffer is the receive buffer size requested per socket, in bytes:
-	// 0 keeps the kernel's default, otherwise up to MaxRecvBuffer; the default
+	// 0 keeps the kernel's default, otherwise up to 1 GiB; the default
 	// is 64 MiB. SO_RCVBUFFORCE is tried first so that privileged processes
 	// can exceed net.core.rmem_max; the listener logs once if the kernel
 	// granted less than asked. Ignored by [Serve].
 	RecvBuffer int
 	// MaxDatagram is the size of each receive buffer, in bytes: 1 to
-	// MaxMaxDatagram, default 9216 (a jumbo frame). Longer datagrams are
+	// 65535, default 9216 (a jumbo frame). Longer datagrams are
 	// counted in Stats.Truncated and not handed to the handler.
 	MaxDatagram int
 }
@@ -60,7 +60,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Addr:        ":40040",
-		Readers:     runtime.GOMAXPROCS(0),
+		Readers:     min(runtime.GOMAXPROCS(0), maxReaders),
 		BatchSize:   64,
 		Batched:     true,
 		RecvBuffer:  64 << 20,
@@ -90,15 +90,15 @@ func (c Config) validateAddr() error {
 }
 
 func (c Config) validateReaders() error {
-	if c.Readers < 1 || c.Readers > MaxReaders {
-		return fmt.Errorf("udp: Config.Readers = %d, want 1 to %d", c.Readers, MaxReaders)
+	if c.Readers < 1 || c.Readers > maxReaders {
+		return fmt.Errorf("udp: Config.Readers = %d, want 1 to %d", c.Readers, maxReaders)
 	}
 	return nil
 }
 
 func (c Config) validateRecvBuffer() error {
-	if c.RecvBuffer < 0 || c.RecvBuffer > MaxRecvBuffer {
-		return fmt.Errorf("udp: Config.RecvBuffer = %d, want 0 (kernel default) to %d bytes", c.RecvBuffer, MaxRecvBuffer)
+	if c.RecvBuffer < 0 || c.RecvBuffer > maxRecvBuffer {
+		return fmt.Errorf("udp: Config.RecvBuffer = %d, want 0 (kernel default) to %d bytes", c.RecvBuffer, maxRecvBuffer)
 	}
 	return nil
 }
@@ -106,11 +106,11 @@ func (c Config) validateRecvBuffer() error {
 // validateIO checks the fields that [Serve] uses too.
 func (c Config) validateIO() error {
 	var errs []error
-	if c.BatchSize < 1 || c.BatchSize > MaxBatchSize {
-		errs = append(errs, fmt.Errorf("udp: Config.BatchSize = %d, want 1 to %d", c.BatchSize, MaxBatchSize))
+	if c.BatchSize < 1 || c.BatchSize > maxBatchSize {
+		errs = append(errs, fmt.Errorf("udp: Config.BatchSize = %d, want 1 to %d", c.BatchSize, maxBatchSize))
 	}
-	if c.MaxDatagram < 1 || c.MaxDatagram > MaxMaxDatagram {
-		errs = append(errs, fmt.Errorf("udp: Config.MaxDatagram = %d, want 1 to %d bytes", c.MaxDatagram, MaxMaxDatagram))
+	if c.MaxDatagram < 1 || c.MaxDatagram > maxDatagramLimit {
+		errs = append(errs, fmt.Errorf("udp: Config.MaxDatagram = %d, want 1 to %d bytes", c.MaxDatagram, maxDatagramLimit))
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,79 @@
+package arch_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestLayering enforces the import rules of DESIGN.md §2 with go list -deps.
+func TestLayering(t *testing.T) {
+	if testing.Short() {
+		t.Skip("go list over the module is slow in -short mode")
+	}
+	const mod = "github.com/dta-go/dta/"
+	rules := []struct {
+		pkg     string
+		stdOnly bool     // only the standard library (and the module's own stdlib-only packages)
+		deny    []string // imports (direct or not) that must not appear
+	}{
+		{pkg: "wire/dta", stdOnly: true},
+		{pkg: "internal/hashing", stdOnly: true},
+		{pkg: "internal/memop", stdOnly: true},
+		{pkg: "internal/primitive/keywrite", deny: []string{"net", "os", "flag", "log/slog", "github.com/spf13/cobra"}},
+		{pkg: "internal/primitive/keyincrement", deny: []string{"net", "os", "flag", "log/slog", "github.com/spf13/cobra"}},
+		{pkg: "internal/primitive/postcard", deny: []string{"net", "os", "flag", "log/slog", "github.com/spf13/cobra"}},
+		{pkg: "internal/primitive/appendlist", deny: []string{"net", "os", "flag", "log/slog", "github.com/spf13/cobra"}},
+		{pkg: "internal/translator", deny: []string{"net", "net/http", "flag", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus"}},
+		{pkg: "internal/store", deny: []string{"net", "net/http", "flag", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus"}},
+		{pkg: "internal/query", deny: []string{"flag", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus"}},
+		{pkg: "client", deny: []string{mod + "internal/", "github.com/spf13/cobra"}},
+		{pkg: "reporter", deny: []string{mod + "internal/", "github.com/spf13/cobra"}},
+	}
+	for _, r := range rules {
+		t.Run(r.pkg+" keeps to its imports", func(t *testing.T) {
+			// Standard-library-only packages are checked over all their
+			// dependencies; deny lists over direct imports.
+			out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}} {{.ImportPath}}", "./"+r.pkg).CombinedOutput()
+			if err != nil {
+				t.Fatalf("go list: %v\n%s", err, out)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				f := strings.Fields(line)
+				dep := f[len(f)-1]
+				if r.stdOnly && len(f) == 2 && dep != mod+r.pkg {
+					t.Errorf("%s depends on %s, but may use only the standard library", r.pkg, dep)
+				}
+			}
+			out, err = exec.Command("go", "list", "-f", "{{join .Imports \"\\n\"}}", "./"+r.pkg).CombinedOutput()
+			if err != nil {
+				t.Fatalf("go list: %v\n%s", err, out)
+			}
+			for _, dep := range strings.Fields(string(out)) {
+				for _, d := range r.deny {
+					if dep == d || strings.HasSuffix(d, "/") && strings.HasPrefix(dep, d) {
+						t.Errorf("%s imports %s", r.pkg, dep)
+					}
+				}
+			}
+		})
+	}
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasPrefix(f[0], mod) {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, "github.com/prometheus/client_golang") && f[0] != mod+"internal/metrics" {
+				t.Errorf("%s imports %s: only internal/metrics may", f[0], imp)
+			}
+			if strings.HasPrefix(imp, "github.com/spf13/") && f[0] != mod+"internal/cli" {
+				t.Errorf("%s imports %s: only internal/cli defines flags", f[0], imp)
+			}
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package reporter
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/dta-go/dta/wire/dta"
+)
+
+// readAcks receives ACK/NACK datagrams and runs the retransmission timer.
+func (r *Reporter) readAcks() {
+	defer r.wg.Done()
+	tick := max(r.cfg.RetransmitTimeout/4, time.Millisecond)
+	var buf [64]byte
+	for {
+		_ = r.conn.SetReadDeadline(time.Now().Add(tick))
+		n, from, err := r.conn.ReadFromUDPAddrPort(buf[:])
+		select {
+		case <-r.done:
+			return
+		default:
+		}
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				// ICMP errors surface here on some systems; do not spin.
+				time.Sleep(tick)
+			}
+			r.onTick(time.Now())
+			continue
+		}
+		var a dta.Ack
+		if !r.fromTranslator(from) || a.Decode(buf[:n]) != nil {
+			continue
+		}
+		now := time.Now()
+		r.handleAck(a, now)
+		r.onTick(now)
+	}
+}
+
+// fromTranslator reports whether an ACK/NACK from addr may come from the
+// translator: the prototype sends NACKs from the collector's address (the
+// report's destination) with the reporter's port as source port, so only the
+// address is compared.
+func (r *Reporter) fromTranslator(addr netip.AddrPort) bool {
+	want := r.to.Addr()
+	return want.IsUnspecified() || addr.Addr().Unmap() == want
+}
+
+// handleAck applies one ACK or NACK. seq is the last sequence number the
+// translator accepted in order: every datagram up to it is freed; on a NACK
+// every datagram after it is resent, once per RetransmitTimeout for the same
+// seq (a gap makes the translator NACK every later datagram).
+func (r *Reporter) handleAck(a dta.Ack, now time.Time) {
+	if a.NACK {
+		r.stats.Nacks.Add(1)
+	} else {
+		r.stats.Acks.Add(1)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.win
+	freed, ok := w.ackThrough(a.Seq)
+	if !ok {
+		switch {
+		case !r.synced && w.count > 0:
+			// The translator already tracks this source address and port
+			// (an earlier reporter used it) and expects a.Seq+1: renumber
+			// what is waiting and send it again.
+			r.log.Info("translator expects another sequence number; renumbering", "expected", a.Seq+1, "had", w.head)
+			w.renumber(a.Seq + 1)
+			r.lastNack, r.lastNackAt, r.lastNackUsed = a.Seq, now, true
+			r.resendLocked(now)
+		case a.NACK && w.wasEvicted(a.Seq+1):
+			r.stats.Unrecoverable.Add(1)
+			r.warnLocked("translator NACKed a datagram the retransmission window no longer holds; it will refuse later datagrams until the sequence numbers wrap",
+				"missing", a.Seq+1, "window", WindowSize)
+		}
+		return
+	}
+	r.synced = true
+	if freed > 0 {
+		r.progressAt, r.timeouts = now, 0
+	}
+	if !a.NACK || w.count == 0 {
+		return
+	}
+	if r.lastNackUsed && r.lastNack == a.Seq && now.Sub(r.lastNackAt) < r.cfg.RetransmitTimeout {
+		return
+	}
+	r.lastNack, r.lastNackAt, r.lastNackUsed = a.Seq, now, true
+	r.resendLocked(now)
+}
+
+// onTick resends the window when nothing made progress for
+// RetransmitTimeout, at most MaxTimeoutResends times in a row.
+func (r *Reporter) onTick(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.win.count == 0 || r.timeouts >= MaxTimeoutResends || now.Sub(r.progressAt) < r.cfg.RetransmitTimeout {
+		return
+	}
+	r.timeouts++
+	r.resendLocked(now)
+}
+
+// resendLocked sends every datagram of the window again, oldest first.
+func (r *Reporter) resendLocked(now time.Time) {
+	r.progressAt = now
+	for i := range r.win.count {
+		if _, err := r.conn.WriteToUDPAddrPort(r.win.at(i), r.to); err != nil {
+			r.stats.WriteErrors.Add(1)
+			r.warnLocked("resending a datagram failed", "err", err)
+			return
+		}
+		r.stats.Retransmits.Add(1)
+	}
+}
+
+// drain waits until the window is empty, the timeout resends have given up,
+// or MaxLinger has passed. Close calls it after the last flush.
+func (r *Reporter) drain() {
+	deadline := time.Now().Add(min(time.Duration(MaxTimeoutResends+2)*r.cfg.RetransmitTimeout, MaxLinger))
+	poll := min(max(r.cfg.RetransmitTimeout/16, time.Millisecond), 10*time.Millisecond)
+	for time.Now().Before(deadline) {
+		r.mu.Lock()
+		idle := r.win.count == 0 ||
+			(r.timeouts >= MaxTimeoutResends && time.Since(r.progressAt) >= r.cfg.RetransmitTimeout)
+		r.mu.Unlock()
+		if idle {
+			return
+		}
+		time.Sleep(poll)
+	}
+}
