@@ -380,7 +380,7 @@ func (d *Design) memory(n int, slots uint64) (uint64, error) {
 		s := d.postcardSpec(n, slots)
 		return s.RegionSize(), s.Validate()
 	default:
-		s := keyincrement.Spec{Slots: slots, MaxRedundancy: n, Hash: d.Hash}
+		s := keyincrement.Spec{Slots: slots, Redundancy: n, Hash: d.Hash}
 		return s.RegionSize(), s.Validate()
 	}
 }
@@ -394,7 +394,7 @@ func (d *Design) slotsFor(n int, memory uint64) uint64 {
 	case dta.Postcard:
 		return d.postcardSpec(n, 0).ChunksFor(memory)
 	default:
-		return keyincrement.Spec{MaxRedundancy: n, Hash: d.Hash}.SlotsFor(memory)
+		return keyincrement.Spec{Redundancy: n, Hash: d.Hash}.SlotsFor(memory)
 	}
 }
 

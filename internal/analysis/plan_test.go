@@ -145,7 +145,7 @@ func regionSize(d analysis.Design, n int, slots uint64) uint64 {
 	case dta.Postcard:
 		return postcard.Spec{Chunks: slots, Hops: d.Hops, Redundancy: n, Hash: h}.RegionSize()
 	}
-	return keyincrement.Spec{Slots: slots, MaxRedundancy: n, Hash: h}.RegionSize()
+	return keyincrement.Spec{Slots: slots, Redundancy: n, Hash: h}.RegionSize()
 }
 
 func TestPlanMarksUnreachableRedundancies(t *testing.T) {

@@ -188,7 +188,7 @@ func (s *Server) lookupKeyIncrement(st *store.Store, keys []dta.Key, n int) ([]k
 	if st.KeyIncrement == nil {
 		return nil, internal(errNoStoreKind)
 	}
-	n, aerr := redundancy(n, 0, st.KeyIncrement.Spec().MaxRedundancy, false)
+	n, aerr := redundancy(n, 0, st.KeyIncrement.Spec().Redundancy, false)
 	if aerr != nil {
 		return nil, aerr
 	}

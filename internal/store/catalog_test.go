@@ -30,7 +30,7 @@ func openSmall(t *testing.T) *store.Catalog {
 		{Name: "kw", ID: 10, Primitive: dta.KeyWrite, Default: true,
 			KeyWrite: keywrite.Spec{Slots: 256, ValueSize: 4, MaxRedundancy: 4, Hash: hashing.CRC32}},
 		{Name: "ki", ID: 20, Primitive: dta.KeyIncrement,
-			KeyIncrement: keyincrement.Spec{Slots: 256, MaxRedundancy: 2, Hash: hashing.CRC32}},
+			KeyIncrement: keyincrement.Spec{Slots: 256, Redundancy: 2, Hash: hashing.CRC32}},
 		{Name: "ap", ID: 30, Primitive: dta.Append, Default: true,
 			Append: appendlist.Spec{Lists: 2, Capacity: 64, EntrySize: 4, Batch: 4}},
 	}, smallRegions, nil)
@@ -93,7 +93,7 @@ func TestOpenBindsEveryStore(t *testing.T) {
 
 func TestOpenRejectsAnInvalidDescriptor(t *testing.T) {
 	_, err := store.Open([]store.Descriptor{
-		{Name: "good", ID: 1, Primitive: dta.KeyIncrement, KeyIncrement: keyincrement.Spec{Slots: 256, MaxRedundancy: 2, Hash: hashing.CRC32}},
+		{Name: "good", ID: 1, Primitive: dta.KeyIncrement, KeyIncrement: keyincrement.Spec{Slots: 256, Redundancy: 2, Hash: hashing.CRC32}},
 		{Name: "bad", ID: 2, Primitive: dta.KeyWrite, KeyWrite: keywrite.Spec{Slots: 100, ValueSize: 4, MaxRedundancy: 2, Hash: hashing.CRC32}},
 	}, smallRegions, nil)
 	if err == nil || !strings.Contains(err.Error(), "bad") || !strings.Contains(err.Error(), "slots") {

@@ -36,7 +36,8 @@ type Config struct {
 	// Key-Write, Key-Increment.
 	Slots     uint64 `yaml:"slots"`
 	ValueSize int    `yaml:"value_size"`
-	// Key-Write, Key-Increment: the largest N; Postcarding: the N of every path.
+	// Key-Write: the largest N a report may ask for, and the query default;
+	// Key-Increment, Postcarding: the N of every write and query.
 	Redundancy int `yaml:"redundancy"`
 
 	// Postcarding.
@@ -126,7 +127,10 @@ func (c *Config) Describe() (Descriptor, error) {
 		return d, fmt.Errorf("primitive: %w", err)
 	}
 	d.Primitive = p
-	hash := hashing.CRC32
+	// crc32c by default: its addresses are independent of the checksum.
+	// crc32 reproduces the original prototype's memory byte for byte, which
+	// matters only to read memory written by the Tofino translator.
+	hash := hashing.CRC32C
 	if c.Hash != "" {
 		if hash, err = hashing.ParseAlgorithm(c.Hash); err != nil {
 			return d, fmt.Errorf("hash: %w", err)
@@ -158,7 +162,7 @@ func (c *Config) Describe() (Descriptor, error) {
 			d.KeyWrite.Slots = DefaultSlots
 		}
 	case dta.KeyIncrement:
-		d.KeyIncrement = keyincrement.Spec{Slots: c.Slots, MaxRedundancy: red, Hash: hash}
+		d.KeyIncrement = keyincrement.Spec{Slots: c.Slots, Redundancy: red, Hash: hash}
 		if mem != 0 {
 			d.KeyIncrement.Slots = d.KeyIncrement.SlotsFor(mem)
 			if d.KeyIncrement.Slots < 2 {

@@ -36,7 +36,7 @@ func TestDescribeRejectsBadConfigs(t *testing.T) {
 		{"an unknown hash", kw(func(c *store.Config) { c.Hash = "md5" }), "hash"},
 		{"both memory and slots", kw(func(c *store.Config) { c.Memory = 1 << 20; c.Slots = 1024 }), "memory"},
 		{"memory too small for two slots", kw(func(c *store.Config) { c.Memory = 8 }), "memory"},
-		{"a slot count that is not a power of two with crc32", kw(func(c *store.Config) { c.Slots = 1000 }), "slots"},
+		{"a slot count that is not a power of two with crc32", kw(func(c *store.Config) { c.Slots = 1000; c.Hash = "crc32" }), "slots"},
 		{"one slot", kw(func(c *store.Config) { c.Slots = 1; c.Hash = "crc32c" }), "slots"},
 		{"a value size over the wire's maximum", kw(func(c *store.Config) { c.ValueSize = 2000 }), "value_size"},
 		{"redundancy 9", kw(func(c *store.Config) { c.Redundancy = 9 }), "redundancy"},
@@ -50,7 +50,7 @@ func TestDescribeRejectsBadConfigs(t *testing.T) {
 		{"min_value above max_value", store.Config{Name: "pc", ID: 1, Primitive: "postcard", MinValue: u32(10), MaxValue: u32(5)}, "min_value"},
 		{"min_value above the default max_value", store.Config{Name: "pc", ID: 1, Primitive: "postcard", MinValue: u32(1 << 21)}, "min_value"},
 		{"max_value equal to the blank encoding", store.Config{Name: "pc", ID: 1, Primitive: "postcard", MaxValue: u32(0xFFFFFFFF)}, "max_value"},
-		{"chunks not a power of two with crc32", store.Config{Name: "pc", ID: 1, Primitive: "postcard", Chunks: 1000}, "chunks"},
+		{"chunks not a power of two with crc32", store.Config{Name: "pc", ID: 1, Primitive: "postcard", Chunks: 1000, Hash: "crc32"}, "chunks"},
 		{"memory too small for a postcard store", store.Config{Name: "pc", ID: 1, Primitive: "postcard", Memory: 39}, "memory"},
 		{"hash in an append store", store.Config{Name: "ap", ID: 1, Primitive: "append", Hash: "crc32"}, "hash"},
 		{"redundancy in an append store", store.Config{Name: "ap", ID: 1, Primitive: "append", Redundancy: 2}, "redundancy"},
@@ -74,9 +74,9 @@ func TestDescribeRejectsBadConfigs(t *testing.T) {
 }
 
 func TestDescribeFillsDefaults(t *testing.T) {
-	t.Run("a keywrite store gets 2^20 slots of 4-byte values, N=2, crc32", func(t *testing.T) {
+	t.Run("a keywrite store gets 2^20 slots of 4-byte values, N=2, crc32c", func(t *testing.T) {
 		d, err := (&store.Config{Name: "kw", ID: 7, Primitive: "key-write", Default: true}).Describe()
-		want := keywrite.Spec{Slots: 1 << 20, ValueSize: 4, MaxRedundancy: 2, Hash: hashing.CRC32}
+		want := keywrite.Spec{Slots: 1 << 20, ValueSize: 4, MaxRedundancy: 2, Hash: hashing.CRC32C}
 		if err != nil || d.KeyWrite != want || d.Primitive != dta.KeyWrite || d.Name != "kw" || d.ID != 7 || !d.Default {
 			t.Errorf("Describe = %+v, %v", d, err)
 		}
@@ -86,14 +86,14 @@ func TestDescribeFillsDefaults(t *testing.T) {
 	})
 	t.Run("a keyincrement store gets 2^20 counters, N=2", func(t *testing.T) {
 		d, err := (&store.Config{Name: "ki", ID: 1, Primitive: "keyincrement"}).Describe()
-		want := keyincrement.Spec{Slots: 1 << 20, MaxRedundancy: 2, Hash: hashing.CRC32}
+		want := keyincrement.Spec{Slots: 1 << 20, Redundancy: 2, Hash: hashing.CRC32C}
 		if err != nil || d.KeyIncrement != want {
 			t.Errorf("Describe = %+v, %v", d.KeyIncrement, err)
 		}
 	})
 	t.Run("a postcard store gets 2^18 chunks of 5 hops, N=2, values below 2^20", func(t *testing.T) {
 		d, err := (&store.Config{Name: "pc", ID: 1, Primitive: "postcarding"}).Describe()
-		want := postcard.Spec{Chunks: 1 << 18, Hops: 5, Redundancy: 2, MinValue: 0, MaxValue: 1<<20 - 1, Hash: hashing.CRC32}
+		want := postcard.Spec{Chunks: 1 << 18, Hops: 5, Redundancy: 2, MinValue: 0, MaxValue: 1<<20 - 1, Hash: hashing.CRC32C}
 		if err != nil || d.Postcard != want {
 			t.Errorf("Describe = %+v, %v", d.Postcard, err)
 		}
@@ -143,13 +143,13 @@ func TestDescribeSizesFromMemory(t *testing.T) {
 			store.Config{Name: "a", ID: 1, Primitive: "keywrite", Memory: 1 << 20},
 			func(d store.Descriptor) uint64 { return d.KeyWrite.Slots }, 1 << 17},
 		{"keywrite 1MiB of 12-byte slots rounds down to 2^16 with crc32",
-			store.Config{Name: "a", ID: 1, Primitive: "keywrite", Memory: 1 << 20, ValueSize: 8},
+			store.Config{Name: "a", ID: 1, Primitive: "keywrite", Memory: 1 << 20, ValueSize: 8, Hash: "crc32"},
 			func(d store.Descriptor) uint64 { return d.KeyWrite.Slots }, 1 << 16},
 		{"keywrite 1MiB of 12-byte slots is 87381 slots with crc32c",
 			store.Config{Name: "a", ID: 1, Primitive: "keywrite", Memory: 1 << 20, ValueSize: 8, Hash: "crc32c"},
 			func(d store.Descriptor) uint64 { return d.KeyWrite.Slots }, 87381},
 		{"keyincrement 100KiB is 8192 counters with crc32",
-			store.Config{Name: "a", ID: 1, Primitive: "keyincrement", Memory: 100 << 10},
+			store.Config{Name: "a", ID: 1, Primitive: "keyincrement", Memory: 100 << 10, Hash: "crc32"},
 			func(d store.Descriptor) uint64 { return d.KeyIncrement.Slots }, 8192},
 		{"postcard 1MiB of 5-hop chunks is 52428 chunks with crc32c",
 			store.Config{Name: "a", ID: 1, Primitive: "postcard", Memory: 1 << 20, Hash: "crc32c"},

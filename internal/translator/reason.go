@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/dta-go/dta/internal/primitive/appendlist"
-	"github.com/dta-go/dta/internal/primitive/keyincrement"
 	"github.com/dta-go/dta/internal/primitive/keywrite"
 	"github.com/dta-go/dta/internal/primitive/postcard"
 	"github.com/dta-go/dta/wire/dta"
@@ -68,7 +67,7 @@ func classify(err error) Reason {
 		return ReasonLength
 	case errors.Is(err, dta.ErrTrailing):
 		return ReasonTrailing
-	case errors.Is(err, dta.ErrRedundancy), errors.Is(err, keywrite.ErrRedundancy), errors.Is(err, keyincrement.ErrRedundancy):
+	case errors.Is(err, dta.ErrRedundancy), errors.Is(err, keywrite.ErrRedundancy):
 		return ReasonRedundancy
 	case errors.Is(err, dta.ErrHop), errors.Is(err, postcard.ErrHop):
 		return ReasonHop

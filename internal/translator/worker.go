@@ -126,9 +126,7 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 			key = kb[:]
 		}
 		w.batch.Reset()
-		if err := d.KeyIncrement.Translate(w.batch, idx, key, r.Delta, int(r.Redundancy)); err != nil {
-			return err
-		}
+		d.KeyIncrement.Translate(w.batch, idx, key, r.Delta)
 		err = w.apply()
 	case dta.Postcard:
 		// Compat postcard keys are hashed as their big-endian wire bytes, which

@@ -65,6 +65,9 @@ func (s *Store) Poll(list uint32, cursor uint64, limit int, dst []byte) (PollRes
 	if err != nil {
 		return PollResult{}, err
 	}
+	if limit < 0 {
+		return PollResult{}, fmt.Errorf("limit %d is negative", limit)
+	}
 	if cursor > h1 {
 		return PollResult{Head: h1, Next: cursor}, ErrCursorAhead
 	}
@@ -82,7 +85,11 @@ func (s *Store) Poll(list uint32, cursor uint64, limit int, dst []byte) (PollRes
 		dst = append(dst, src...)
 		i += run
 	}
-	h2, err := s.Head(list)
+	// Re-read the head with an atomic read-modify-write (adding 0): unlike a
+	// plain atomic load it also orders the copies above before it on weakly
+	// ordered CPUs (arm64), so no entry copied after the writer reached it
+	// can slip past the check.
+	h2, err := s.mem.Add64(s.spec.HeadOffset(list), 0)
 	if err != nil {
 		return PollResult{}, err
 	}

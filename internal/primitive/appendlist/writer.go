@@ -99,10 +99,23 @@ func (w *Writer) Add(list uint32, entry []byte, imm bool, now int64, b *memop.Ba
 		return nil
 	}
 	b.Reset()
-	w.emit(list, l, b)
-	err := sink.Apply(b.Ops)
+	err := w.emitApply(list, l, b, sink)
 	b.Reset()
 	return err
+}
+
+// emitApply encodes list's pending entries and applies them. If the sink
+// refuses them the head is rolled back, so the next batch rewrites the same
+// ring slots and the refused batch's stale slots are never published as new.
+// The entries are dropped (the caller counts the error).
+func (w *Writer) emitApply(list uint32, l *listState, b *memop.Batch, sink memop.Sink) error {
+	head := l.head
+	w.emit(list, l, b)
+	if err := sink.Apply(b.Ops); err != nil {
+		l.head = head
+		return err
+	}
+	return nil
 }
 
 // emit encodes list's pending entries: one write (two when the batch wraps
@@ -154,8 +167,7 @@ func (w *Writer) Flush(now, maxDelay int64, b *memop.Batch, sink memop.Sink) (in
 			l.mu.Lock()
 			if l.n > 0 && (maxDelay <= 0 || now-l.first >= maxDelay) {
 				b.Reset()
-				w.emit(list, l, b)
-				if err := sink.Apply(b.Ops); err != nil && first == nil {
+				if err := w.emitApply(list, l, b, sink); err != nil && first == nil {
 					first = err
 				}
 				b.Reset()

@@ -1,8 +1,8 @@
 // Package keyincrement is the Key-Increment primitive: a count-min sketch of
 // 64-bit counters. A report adds its delta to N hash-chosen counters with
 // fetch-and-add; a query returns the minimum of the key's N counters, which
-// never underestimates a key's true sum (when queried with the N it was
-// written with) and overestimates it only by the sums of colliding keys.
+// never underestimates a key's true sum and overestimates it only by the sums
+// of colliding keys. N is fixed per store (Spec.Redundancy).
 //
 // Memory layout: Slots counters of 8 bytes, little-endian (the byte order a
 // responder's atomics use), 8-byte aligned. Slot hashes are Key-Write's, so a
@@ -12,7 +12,6 @@
 package keyincrement
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -31,7 +30,7 @@ const MaxSlots = 1 << 32
 // Spec is the geometry of one Key-Increment store.
 type Spec struct {
 	Slots         uint64            // counters; a power of two for Hash CRC32
-	MaxRedundancy int               // largest N a report may ask for, 1..8; the query default
+	Redundancy    int               // N: counters every report increments and every query reads, 1..8
 	Hash          hashing.Algorithm // slot family
 }
 
@@ -44,8 +43,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("hash: %v is not a known hash", s.Hash)
 	case s.Hash == hashing.CRC32 && s.Slots&(s.Slots-1) != 0:
 		return fmt.Errorf("slots: %d is not a power of two, which hash crc32 (the prototype's mask) needs", s.Slots)
-	case s.MaxRedundancy < 1 || s.MaxRedundancy > dta.MaxRedundancy:
-		return fmt.Errorf("redundancy: %d out of range [1, %d]", s.MaxRedundancy, dta.MaxRedundancy)
+	case s.Redundancy < 1 || s.Redundancy > dta.MaxRedundancy:
+		return fmt.Errorf("redundancy: %d out of range [1, %d]", s.Redundancy, dta.MaxRedundancy)
 	}
 	return nil
 }
@@ -70,21 +69,18 @@ func (s Spec) Offset(k hashing.Keyed, n int) uint64 {
 	return hashing.Reduce(k.Slot(n), s.Slots) * CounterSize
 }
 
-// ErrRedundancy is returned for a report asking for more copies than the
-// store allows.
-var ErrRedundancy = errors.New("redundancy above the store's maximum")
-
-// Translate appends n fetch-and-add ops of delta for key to b. key is the
-// hashed key bytes (keywrite.CompatKey for compat reports).
-func (s *Spec) Translate(b *memop.Batch, store uint16, key []byte, delta uint64, n int) error {
-	if n < 1 || n > s.MaxRedundancy {
-		return ErrRedundancy
-	}
+// Translate appends the store's N fetch-and-add ops of delta for key to b.
+// key is the hashed key bytes (keywrite.CompatKey for compat reports).
+//
+// Every report of a store increments the same N counters whatever N it
+// carries: a count-min estimate is only sound when writes and queries use
+// the same hash positions, and a report's N is a prototype artefact (it shared
+// Key-Write's pipeline). The report's N is validated on the wire (1..8).
+func (s *Spec) Translate(b *memop.Batch, store uint16, key []byte, delta uint64) {
 	k := s.Hash.Key(key)
-	for i := range n {
+	for i := range s.Redundancy {
 		b.FetchAdd(store, s.Offset(k, i), delta)
 	}
-	return nil
 }
 
 // Store is a Key-Increment store: a Spec bound to a region.
@@ -107,16 +103,15 @@ func NewStore(spec Spec, mem *region.Region) (*Store, error) {
 // Spec returns the store's geometry.
 func (s *Store) Spec() Spec { return s.spec }
 
-// Query returns the count-min estimate of key's sum over n counters (0 means
-// the store's MaxRedundancy). Query with the N the key was reported with: a
-// larger n can only lower the estimate below the truth, a smaller one raises
-// the overestimate.
+// Query returns the count-min estimate of key's sum: the minimum of its first
+// n counters (0 means all N). Every report incremented all N, so any n gives
+// an estimate at or above the true sum; n = N gives the tightest.
 func (s *Store) Query(key []byte, n int) (uint64, error) {
 	if n == 0 {
-		n = s.spec.MaxRedundancy
+		n = s.spec.Redundancy
 	}
-	if n < 1 || n > s.spec.MaxRedundancy {
-		return 0, fmt.Errorf("redundancy %d out of range [1, %d]", n, s.spec.MaxRedundancy)
+	if n < 1 || n > s.spec.Redundancy {
+		return 0, fmt.Errorf("redundancy %d out of range [1, %d]", n, s.spec.Redundancy)
 	}
 	k := s.spec.Hash.Key(key)
 	est := uint64(math.MaxUint64)

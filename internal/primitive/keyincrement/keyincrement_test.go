@@ -2,7 +2,6 @@ package keyincrement_test
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -26,13 +25,11 @@ func open(t *testing.T, spec keyincrement.Spec) (*store.Catalog, *store.Store) {
 	return cat, cat.Stores()[0]
 }
 
-func add(t *testing.T, cat *store.Catalog, s *store.Store, key []byte, delta uint64, n int) {
+func add(t *testing.T, cat *store.Catalog, s *store.Store, key []byte, delta uint64) {
 	t.Helper()
 	b := memop.NewBatch(8, 0)
 	spec := s.KeyIncrement.Spec()
-	if err := spec.Translate(b, s.Index, key, delta, n); err != nil {
-		t.Fatalf("Translate: %v", err)
-	}
+	spec.Translate(b, s.Index, key, delta)
 	if err := cat.Apply(b.Ops); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
@@ -50,15 +47,15 @@ func get(t *testing.T, s *store.Store, key []byte, n int) uint64 {
 func TestIncrementsSum(t *testing.T) {
 	for _, hash := range []hashing.Algorithm{hashing.CRC32, hashing.CRC32C} {
 		for _, n := range []int{1, 2, 4, 8} {
-			t.Run(fmt.Sprintf("%s store sums deltas of keys counted with N=%d", hash, n), func(t *testing.T) {
-				cat, s := open(t, keyincrement.Spec{Slots: 1 << 14, MaxRedundancy: 8, Hash: hash})
+			t.Run(fmt.Sprintf("%s store with N=%d sums the deltas of each key", hash, n), func(t *testing.T) {
+				cat, s := open(t, keyincrement.Spec{Slots: 1 << 14, Redundancy: n, Hash: hash})
 				want := map[uint32]uint64{}
 				rng := rand.New(rand.NewPCG(1, uint64(n)))
 				for range 500 {
 					k := rng.Uint32N(40)
 					d := rng.Uint64N(1000)
 					key := binary.LittleEndian.AppendUint32(nil, k)
-					add(t, cat, s, key, d, n)
+					add(t, cat, s, key, d)
 					want[k] += d
 				}
 				for k, sum := range want {
@@ -71,16 +68,16 @@ func TestIncrementsSum(t *testing.T) {
 	}
 
 	t.Run("deltas wrap modulo 2^64", func(t *testing.T) {
-		cat, s := open(t, keyincrement.Spec{Slots: 256, MaxRedundancy: 2, Hash: hashing.CRC32})
-		add(t, cat, s, []byte{1}, 1<<63, 2)
-		add(t, cat, s, []byte{1}, 1<<63+5, 2)
+		cat, s := open(t, keyincrement.Spec{Slots: 256, Redundancy: 2, Hash: hashing.CRC32})
+		add(t, cat, s, []byte{1}, 1<<63)
+		add(t, cat, s, []byte{1}, 1<<63+5)
 		if got := get(t, s, []byte{1}, 2); got != 5 {
 			t.Errorf("got %d, want 5", got)
 		}
 	})
 
 	t.Run("a key never counted reads 0", func(t *testing.T) {
-		_, s := open(t, keyincrement.Spec{Slots: 256, MaxRedundancy: 2, Hash: hashing.CRC32})
+		_, s := open(t, keyincrement.Spec{Slots: 256, Redundancy: 2, Hash: hashing.CRC32})
 		if got := get(t, s, []byte("nobody"), 0); got != 0 {
 			t.Errorf("got %d, want 0", got)
 		}
@@ -88,13 +85,13 @@ func TestIncrementsSum(t *testing.T) {
 }
 
 func TestQueryIsTheMinimumOverN(t *testing.T) {
-	spec := keyincrement.Spec{Slots: 1 << 10, MaxRedundancy: 4, Hash: hashing.CRC32C}
+	spec := keyincrement.Spec{Slots: 1 << 10, Redundancy: 4, Hash: hashing.CRC32C}
 	key := []byte("host-1")
 	k := spec.Hash.Key(key)
 
 	t.Run("a collision on some counters does not change the answer", func(t *testing.T) {
 		cat, s := open(t, spec)
-		add(t, cat, s, key, 10, 4)
+		add(t, cat, s, key, 10)
 		// Another key shares counters 0, 1 and 3 and adds to them.
 		for _, i := range []int{0, 1, 3} {
 			if _, err := s.Region.Add64(spec.Offset(k, i), uint64(100*(i+1))); err != nil {
@@ -108,7 +105,7 @@ func TestQueryIsTheMinimumOverN(t *testing.T) {
 
 	t.Run("collisions on every counter overestimate by the smallest", func(t *testing.T) {
 		cat, s := open(t, spec)
-		add(t, cat, s, key, 10, 4)
+		add(t, cat, s, key, 10)
 		for i := range 4 {
 			if _, err := s.Region.Add64(spec.Offset(k, i), uint64(7+i)); err != nil {
 				t.Fatal(err)
@@ -120,13 +117,13 @@ func TestQueryIsTheMinimumOverN(t *testing.T) {
 	})
 
 	t.Run("a count-min sketch never underestimates in a crowded store", func(t *testing.T) {
-		cat, s := open(t, keyincrement.Spec{Slots: 64, MaxRedundancy: 3, Hash: hashing.CRC32C})
+		cat, s := open(t, keyincrement.Spec{Slots: 64, Redundancy: 3, Hash: hashing.CRC32C})
 		truth := map[uint16]uint64{}
 		rng := rand.New(rand.NewPCG(2, 2))
 		for range 2000 {
 			k := uint16(rng.Uint32N(500))
 			d := 1 + rng.Uint64N(10)
-			add(t, cat, s, binary.BigEndian.AppendUint16(nil, k), d, 3)
+			add(t, cat, s, binary.BigEndian.AppendUint16(nil, k), d)
 			truth[k] += d
 		}
 		for k, sum := range truth {
@@ -137,42 +134,39 @@ func TestQueryIsTheMinimumOverN(t *testing.T) {
 	})
 }
 
-// TestQueryWithALargerNUnderestimates pins a trap: counters carry no
-// checksum, so a query over more copies than the key was counted with reads
-// counters the key never touched, and the minimum is then usually 0. The
-// query's default N is the store's maximum.
-func TestQueryWithALargerNUnderestimates(t *testing.T) {
-	cat, s := open(t, keyincrement.Spec{Slots: 1 << 12, MaxRedundancy: 4, Hash: hashing.CRC32C})
-	add(t, cat, s, []byte("host"), 10, 2)
-	if got := get(t, s, []byte("host"), 2); got != 10 {
-		t.Errorf("with the N it was counted with: %d, want 10", got)
-	}
-	if got := get(t, s, []byte("host"), 0); got != 0 {
-		t.Errorf("with the default N = 4: %d, want 0 (the untouched counters)", got)
+// TestEveryReportUsesTheStoresN pins why a store has one N: counters carry no
+// checksum, so a query over counters a key never touched would read 0. Every
+// report increments all N of the store's counters, so any query n ≤ N is at or
+// above the truth.
+func TestEveryReportUsesTheStoresN(t *testing.T) {
+	cat, s := open(t, keyincrement.Spec{Slots: 1 << 12, Redundancy: 4, Hash: hashing.CRC32C})
+	add(t, cat, s, []byte("host"), 10)
+	for _, n := range []int{0, 1, 2, 4} {
+		if got := get(t, s, []byte("host"), n); got != 10 {
+			t.Errorf("query with n=%d: %d, want 10", n, got)
+		}
 	}
 }
 
 func TestReset(t *testing.T) {
-	cat, s := open(t, keyincrement.Spec{Slots: 256, MaxRedundancy: 2, Hash: hashing.CRC32})
-	add(t, cat, s, []byte{1}, 42, 2)
+	cat, s := open(t, keyincrement.Spec{Slots: 256, Redundancy: 2, Hash: hashing.CRC32})
+	add(t, cat, s, []byte{1}, 42)
 	s.KeyIncrement.Reset()
 	if got := get(t, s, []byte{1}, 2); got != 0 {
 		t.Errorf("after Reset: %d, want 0", got)
 	}
-	add(t, cat, s, []byte{1}, 3, 2)
+	add(t, cat, s, []byte{1}, 3)
 	if got := get(t, s, []byte{1}, 2); got != 3 {
 		t.Errorf("after Reset and an add: %d, want 3", got)
 	}
 }
 
 func TestTranslate(t *testing.T) {
-	spec := keyincrement.Spec{Slots: 1000, MaxRedundancy: 4, Hash: hashing.CRC32C}
+	spec := keyincrement.Spec{Slots: 1000, Redundancy: 4, Hash: hashing.CRC32C}
 
 	t.Run("a report is N aligned fetch-adds and nothing else", func(t *testing.T) {
 		b := memop.NewBatch(0, 0)
-		if err := spec.Translate(b, 3, []byte("k"), 99, 4); err != nil {
-			t.Fatal(err)
-		}
+		spec.Translate(b, 3, []byte("k"), 99)
 		k := spec.Hash.Key([]byte("k"))
 		if len(b.Ops) != 4 {
 			t.Fatalf("%d ops, want 4", len(b.Ops))
@@ -187,11 +181,9 @@ func TestTranslate(t *testing.T) {
 
 	t.Run("compat keys use Key-Write's slots", func(t *testing.T) {
 		// Key 1 (LE) in 256 counters: slots 173, 59, 129, 23 (spec §2.1).
-		s := keyincrement.Spec{Slots: 256, MaxRedundancy: 4, Hash: hashing.CRC32}
+		s := keyincrement.Spec{Slots: 256, Redundancy: 4, Hash: hashing.CRC32}
 		b := memop.NewBatch(0, 0)
-		if err := s.Translate(b, 0, []byte{1, 0, 0, 0}, 1, 4); err != nil {
-			t.Fatal(err)
-		}
+		s.Translate(b, 0, []byte{1, 0, 0, 0}, 1)
 		for i, slot := range []uint64{173, 59, 129, 23} {
 			if b.Ops[i].Offset != slot*8 {
 				t.Errorf("copy %d at %d, want slot %d", i, b.Ops[i].Offset, slot)
@@ -199,21 +191,10 @@ func TestTranslate(t *testing.T) {
 		}
 	})
 
-	for _, n := range []int{0, 5, -1} {
-		t.Run(fmt.Sprintf("redundancy %d is rejected and emits nothing", n), func(t *testing.T) {
-			b := memop.NewBatch(0, 0)
-			if err := spec.Translate(b, 0, []byte("k"), 1, n); !errors.Is(err, keyincrement.ErrRedundancy) {
-				t.Errorf("err = %v", err)
-			}
-			if len(b.Ops) != 0 {
-				t.Errorf("%d ops", len(b.Ops))
-			}
-		})
-	}
 }
 
 func TestQueryRejectsBadRedundancy(t *testing.T) {
-	_, s := open(t, keyincrement.Spec{Slots: 256, MaxRedundancy: 2, Hash: hashing.CRC32})
+	_, s := open(t, keyincrement.Spec{Slots: 256, Redundancy: 2, Hash: hashing.CRC32})
 	for _, n := range []int{-1, 3} {
 		if _, err := s.KeyIncrement.Query([]byte{1}, n); err == nil {
 			t.Errorf("Query with redundancy %d succeeded", n)
@@ -222,7 +203,7 @@ func TestQueryRejectsBadRedundancy(t *testing.T) {
 }
 
 func TestSpec(t *testing.T) {
-	valid := keyincrement.Spec{Slots: 1 << 10, MaxRedundancy: 4, Hash: hashing.CRC32}
+	valid := keyincrement.Spec{Slots: 1 << 10, Redundancy: 4, Hash: hashing.CRC32}
 	for _, tt := range []struct {
 		name   string
 		modify func(*keyincrement.Spec)
@@ -233,8 +214,8 @@ func TestSpec(t *testing.T) {
 		{"crc32 needs a power-of-two count", func(s *keyincrement.Spec) { s.Slots = 3000 }, "slots"},
 		{"crc32c takes any count", func(s *keyincrement.Spec) { s.Slots = 3000; s.Hash = hashing.CRC32C }, ""},
 		{"a missing hash is invalid", func(s *keyincrement.Spec) { s.Hash = 0 }, "hash"},
-		{"redundancy 0 is invalid", func(s *keyincrement.Spec) { s.MaxRedundancy = 0 }, "redundancy"},
-		{"redundancy 9 is invalid", func(s *keyincrement.Spec) { s.MaxRedundancy = 9 }, "redundancy"},
+		{"redundancy 0 is invalid", func(s *keyincrement.Spec) { s.Redundancy = 0 }, "redundancy"},
+		{"redundancy 9 is invalid", func(s *keyincrement.Spec) { s.Redundancy = 9 }, "redundancy"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := valid
@@ -258,7 +239,7 @@ func TestSpec(t *testing.T) {
 }
 
 func TestTranslateAllocatesNothing(t *testing.T) {
-	spec := keyincrement.Spec{Slots: 1 << 16, MaxRedundancy: 4, Hash: hashing.CRC32}
+	spec := keyincrement.Spec{Slots: 1 << 16, Redundancy: 4, Hash: hashing.CRC32}
 	b := memop.NewBatch(4, 0)
 	var k32 uint32
 	translate := func() {
@@ -266,9 +247,7 @@ func TestTranslateAllocatesNothing(t *testing.T) {
 		k32++
 		var key [4]byte
 		binary.LittleEndian.PutUint32(key[:], k32)
-		if err := spec.Translate(b, 0, key[:], 1, 4); err != nil {
-			t.Fatal(err)
-		}
+		spec.Translate(b, 0, key[:], 1)
 	}
 	for range 10 {
 		translate()

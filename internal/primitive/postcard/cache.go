@@ -139,7 +139,7 @@ func (c *Cache) emit(e *entry, b *memop.Batch) {
 		present &= uint8(1<<e.pathLen - 1)
 	}
 	data := b.Alloc(int(s.ChunkSize()))
-	s.encodeChunk(data, key, &e.vals, present)
+	s.encodeChunk(data, key, &e.vals, present, int(e.pathLen))
 	k := s.Hash.Key(key)
 	for n := range s.Redundancy {
 		off := s.Offset(k, n)

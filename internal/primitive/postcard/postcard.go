@@ -9,7 +9,8 @@
 // Memory layout (docs/PROTOCOL.md): Chunks chunks of Hops 4-byte slots; slot i
 // of a flow's chunk holds HopChecksum(i+1, key) XOR v as a big-endian word,
 // where v is the hop's value (g is the identity on the value set [MinValue,
-// MaxValue]) or Blank. With redundancy N the same chunk is written at N
+// MaxValue]), Blank (the hop did not report) or End (beyond the path's known
+// end). With redundancy N the same chunk is written at N
 // hash-chosen chunk indices.
 //
 // For a 32-bit compat key the hashed key bytes are its big-endian wire bytes,
@@ -29,9 +30,16 @@ import (
 // SlotSize is the size of one hop slot (b = 32-bit encodings).
 const SlotSize = 4
 
-// Blank is g(⊔), the value stored for a hop that did not report. It is never
-// a member of the value set.
-const Blank uint32 = 0xFFFFFFFF
+// The two reserved encodings, never members of the value set:
+//
+//   - Blank is g(⊔), stored for a hop of the path that did not report;
+//   - End is stored for the slots beyond the path's end when the end is known
+//     (the path length arrived with a postcard), so that a query can tell a
+//     short complete path from one written early with its last hops missing.
+const (
+	Blank uint32 = 0xFFFFFFFF
+	End   uint32 = 0xFFFFFFFE
+)
 
 // MaxChunks is the largest chunk count (chunk hashes are 32-bit).
 const MaxChunks = 1 << 32
@@ -42,7 +50,7 @@ type Spec struct {
 	Hops       int               // slots per chunk B, the longest path, 1..8
 	Redundancy int               // chunks written per path N, 1..8
 	MinValue   uint32            // the value set V is [MinValue, MaxValue]
-	MaxValue   uint32            // must be below Blank
+	MaxValue   uint32            // must be below End
 	Hash       hashing.Algorithm // chunk index family
 }
 
@@ -59,8 +67,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("hops: %d out of range [1, %d]", s.Hops, hashing.MaxHops)
 	case s.Redundancy < 1 || s.Redundancy > dta.MaxRedundancy:
 		return fmt.Errorf("redundancy: %d out of range [1, %d]", s.Redundancy, dta.MaxRedundancy)
-	case s.MaxValue >= Blank:
-		return fmt.Errorf("max_value: %#x must be below the blank encoding %#x", s.MaxValue, Blank)
+	case s.MaxValue >= End:
+		return fmt.Errorf("max_value: %#x must be below the reserved encodings %#x and %#x", s.MaxValue, End, Blank)
 	case s.MinValue > s.MaxValue:
 		return fmt.Errorf("min_value: %d above max_value %d", s.MinValue, s.MaxValue)
 	}
@@ -121,12 +129,16 @@ func ParseValue(b []byte) (uint32, error) {
 }
 
 // encodeChunk fills dst (ChunkSize bytes) with the encoded chunk of a path:
-// vals[i] for hops whose bit is set in present, Blank for the others.
-func (s *Spec) encodeChunk(dst []byte, key []byte, vals *[hashing.MaxHops]uint32, present uint8) {
+// vals[i] for hops whose bit is set in present, End for hops at or beyond a
+// known path length pathLen (0: unknown), Blank for the others.
+func (s *Spec) encodeChunk(dst []byte, key []byte, vals *[hashing.MaxHops]uint32, present uint8, pathLen int) {
 	for i := range s.Hops {
 		v := Blank
-		if present&(1<<i) != 0 {
+		switch {
+		case present&(1<<i) != 0:
 			v = vals[i]
+		case pathLen != 0 && i >= pathLen:
+			v = End
 		}
 		binary.BigEndian.PutUint32(dst[i*SlotSize:], hashing.HopChecksum(i+1, key)^v)
 	}

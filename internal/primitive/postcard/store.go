@@ -39,10 +39,15 @@ type Hop struct {
 // Result is the answer to one query.
 type Result struct {
 	Status Status
-	// Hops is the path up to its last reporting hop, aliasing the dst given to
-	// Query. A hop with Present false is a hole (a partial path written early).
+	// Hops is the path up to PathLen (or, when that is unknown, its last
+	// reporting hop), aliasing the dst given to Query. A hop with Present false
+	// did not report (a partial path written early).
 	Hops []Hop
-	// Complete is true when no hop up to the last one is missing.
+	// PathLen is the path's length when the chunk shows it (an End marker
+	// after the last hop, or a report from hop B); 0 when the end is unknown,
+	// as for a path written early whose postcards carried no length.
+	PathLen int
+	// Complete is true when the path length is known and no hop is missing.
 	Complete bool
 	Valid    int // chunks that decoded as a path of this flow
 	Copies   int // chunks read (N)
@@ -78,23 +83,23 @@ func (s *Store) Query(key []byte, dst []Hop) (Result, error) {
 	k := s.spec.Hash.Key(key)
 	res := Result{Copies: s.spec.Redundancy}
 	var vals, got [hashing.MaxHops]uint32
-	var present uint8
+	var present, ends uint8
 	conflict := false
 	for n := range s.spec.Redundancy {
 		chunk, err := s.mem.Slice(s.spec.Offset(k, n), s.spec.ChunkSize())
 		if err != nil {
 			return Result{}, err
 		}
-		p, ok := s.decode(chunk, &sums, &got)
+		p, e, ok := s.decode(chunk, &sums, &got)
 		if !ok {
 			continue
 		}
 		res.Valid++
 		if res.Valid == 1 {
-			vals, present = got, p
+			vals, present, ends = got, p, e
 			continue
 		}
-		if p != present || got != vals {
+		if p != present || e != ends || got != vals {
 			conflict = true
 		}
 	}
@@ -106,10 +111,14 @@ func (s *Store) Query(key []byte, dst []Hop) (Result, error) {
 		return res, nil
 	}
 	res.Status = Found
-	last := 7 - bits.LeadingZeros8(present)
+	res.PathLen = pathLen(present, ends, s.spec.Hops)
+	n := res.PathLen
+	if n == 0 {
+		n = 8 - bits.LeadingZeros8(present)
+	}
 	res.Hops = dst[:0]
-	res.Complete = true
-	for i := 0; i <= last; i++ {
+	res.Complete = res.PathLen != 0
+	for i := range n {
 		h := Hop{Value: vals[i], Present: present&(1<<i) != 0}
 		res.Complete = res.Complete && h.Present
 		res.Hops = append(res.Hops, h)
@@ -117,20 +126,39 @@ func (s *Store) Query(key []byte, dst []Hop) (Result, error) {
 	return res, nil
 }
 
+// pathLen returns the path length a chunk shows: the first End slot, or B
+// when the last hop reported; 0 when the end is unknown (a path written early
+// without its length).
+func pathLen(present, ends uint8, hops int) int {
+	if ends != 0 {
+		return bits.TrailingZeros8(ends)
+	}
+	if present&(1<<(hops-1)) != 0 {
+		return hops
+	}
+	return 0
+}
+
 // decode checks one chunk: every slot must decode to a member of the value
-// set or to Blank, and at least one to a member.
-func (s *Store) decode(chunk []byte, sums, out *[hashing.MaxHops]uint32) (present uint8, ok bool) {
+// set, to Blank or to End, at least one to a member, and End slots only after
+// every reporting hop.
+func (s *Store) decode(chunk []byte, sums, out *[hashing.MaxHops]uint32) (present, ends uint8, ok bool) {
 	*out = [hashing.MaxHops]uint32{}
 	for i := range s.spec.Hops {
 		v := binary.BigEndian.Uint32(chunk[i*SlotSize:]) ^ sums[i]
 		switch {
 		case v == Blank:
+		case v == End:
+			ends |= 1 << i
 		case v >= s.spec.MinValue && v <= s.spec.MaxValue:
 			out[i] = v
 			present |= 1 << i
 		default:
-			return 0, false
+			return 0, 0, false
 		}
 	}
-	return present, present != 0
+	if present == 0 || ends != 0 && bits.TrailingZeros8(ends) < 8-bits.LeadingZeros8(present) {
+		return 0, 0, false
+	}
+	return present, ends, true
 }

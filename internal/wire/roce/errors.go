@@ -22,7 +22,8 @@ var (
 	// ErrICRC: the invariant CRC does not match the packet.
 	ErrICRC = errors.New("roce: ICRC mismatch")
 	// ErrNotRoCE: the IP packet is not a single unfragmented IPv4 (without
-	// options) or IPv6 (without extension headers) datagram carrying UDP.
+	// options or the reserved flag) or IPv6 (without extension headers)
+	// datagram carrying UDP.
 	ErrNotRoCE = errors.New("roce: not an IPv4/IPv6 UDP datagram")
 	// ErrBadAddress: an Envelope's addresses are missing or of mixed families.
 	ErrBadAddress = errors.New("roce: source and destination must both be IPv4 or both IPv6")

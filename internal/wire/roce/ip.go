@@ -9,11 +9,11 @@ import (
 const (
 	IPv4HeaderLen = 20 // IPv4 header without options (RoCEv2 sends none)
 	IPv6HeaderLen = 40 // IPv6 fixed header (RoCEv2 sends no extension headers)
-	UDPHeaderLen  = 8
+	UDPHeaderLen  = 8  // UDP header
 	EthernetLen   = 14 // Ethernet II header without 802.1Q tag
 
-	EtherTypeIPv4 = 0x0800
-	EtherTypeIPv6 = 0x86DD
+	EtherTypeIPv4 = 0x0800 // Ethernet II type of IPv4
+	EtherTypeIPv6 = 0x86DD // Ethernet II type of IPv6
 
 	DefaultHopLimit = 64 // IPv4 TTL / IPv6 hop limit when an Envelope leaves it 0
 )
@@ -46,7 +46,7 @@ func SourcePort(lqpn, rqpn uint32) uint16 {
 // in the IP header (a UDP socket) must describe here what the kernel will
 // send: on Linux an unconnected UDP socket sends ID 0 on DF packets.
 type Envelope struct {
-	Src, Dst     netip.Addr // both IPv4 (IPv4-mapped IPv6 counts as IPv4) or both IPv6
+	Src, Dst     netip.Addr // both IPv4 or both IPv6; an IPv4-mapped address is IPv6 here (Unmap it, as GID.Addr does)
 	SrcPort      uint16     // flow entropy, see SourcePort
 	DstPort      uint16     // Port (4791) for RoCEv2; no default, so a decoded Envelope rebuilds what it read
 	TrafficClass uint8      // IPv4 TOS / IPv6 traffic class: DSCP and ECN; not covered by the ICRC
@@ -58,11 +58,10 @@ type Envelope struct {
 
 // family reports whether e is IPv4, or ErrBadAddress.
 func (e *Envelope) family() (v4 bool, err error) {
-	s, d := e.Src.Unmap(), e.Dst.Unmap()
 	switch {
-	case s.Is4() && d.Is4():
+	case e.Src.Is4() && e.Dst.Is4():
 		return true, nil
-	case s.Is6() && d.Is6():
+	case e.Src.Is6() && e.Dst.Is6():
 		return false, nil
 	}
 	return false, ErrBadAddress
@@ -93,7 +92,7 @@ func (e *Envelope) appendHeaders(b []byte, v4 bool, n int) ([]byte, error) {
 		b = binary.BigEndian.AppendUint16(b, e.ID)
 		b = binary.BigEndian.AppendUint16(b, frag)
 		b = append(b, e.hopLimit(), 17, 0, 0)
-		s, d := e.Src.Unmap().As4(), e.Dst.Unmap().As4()
+		s, d := e.Src.As4(), e.Dst.As4()
 		b = append(b, s[:]...)
 		b = append(b, d[:]...)
 		binary.BigEndian.PutUint16(b[start+10:], ipv4Checksum(b[start:]))
@@ -212,8 +211,8 @@ func locate(ip []byte) (ipLen, end int, err error) {
 	}
 	switch ip[0] >> 4 {
 	case 4:
-		if ip[0]&0x0F != 5 || ip[9] != 17 || binary.BigEndian.Uint16(ip[6:])&0x3FFF != 0 {
-			return 0, 0, ErrNotRoCE // options, not UDP, or a fragment
+		if ip[0]&0x0F != 5 || ip[9] != 17 || binary.BigEndian.Uint16(ip[6:])&^0x4000 != 0 {
+			return 0, 0, ErrNotRoCE // options, not UDP, a fragment or the reserved flag
 		}
 		ipLen, end = IPv4HeaderLen, int(binary.BigEndian.Uint16(ip[2:]))
 		if end < IPv4HeaderLen {
@@ -245,7 +244,9 @@ func locate(ip []byte) (ipLen, end int, err error) {
 
 // Decode parses the IP and UDP headers of an IP datagram into e and returns
 // the UDP payload (aliasing ip), ready for Packet.Decode. It accepts IPv4
-// without options and unfragmented, IPv6 without extension headers, and
+// without options, unfragmented and with the reserved flag clear (an
+// Envelope could not rebuild it, and the ICRC covers it), IPv6 without
+// extension headers, and
 // any UDP ports; the UDP checksum is not checked. Errors: ErrTruncated,
 // ErrNotRoCE, ErrBadLength.
 func (e *Envelope) Decode(ip []byte) (udpPayload []byte, err error) {

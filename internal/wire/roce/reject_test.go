@@ -209,6 +209,7 @@ func TestNonRoCEDatagramsAreRejected(t *testing.T) {
 		{"IPv4 carrying TCP", v4(t, func(b []byte) { b[9] = 6 }), roce.ErrNotRoCE},
 		{"IPv4 first fragment", v4(t, func(b []byte) { b[6] = 0x20 }), roce.ErrNotRoCE},
 		{"IPv4 later fragment", v4(t, func(b []byte) { b[7] = 0x08 }), roce.ErrNotRoCE},
+		{"IPv4 reserved flag", v4(t, func(b []byte) { b[6] |= 0x80 }), roce.ErrNotRoCE},
 		{"IP version 5", v4(t, func(b []byte) { b[0] = 0x55 }), roce.ErrNotRoCE},
 		{"IPv4 total length below its header", v4(t, func(b []byte) { b[2], b[3] = 0, 19 }), roce.ErrBadLength},
 		{"UDP length disagreeing with IP", v4(t, func(b []byte) { b[25]-- }), roce.ErrBadLength},

@@ -120,6 +120,9 @@ func TestEnvelopeRoundTripsOverIPv4AndIPv6(t *testing.T) {
 			if err := roce.VerifyICRC(b); err != nil {
 				t.Errorf("%v over %v: VerifyICRC = %v", op, env.Src, err)
 			}
+			if env.Src.Is6() && !udp6ChecksumOK(b) {
+				t.Errorf("%v over %v: bad UDP checksum", op, env.Src)
+			}
 			if err := env.VerifyICRC(udp); err != nil {
 				t.Errorf("%v over %v: Envelope.VerifyICRC = %v", op, env.Src, err)
 			}
@@ -147,9 +150,13 @@ func TestEnvelopeDefaultsTheHopLimitOnly(t *testing.T) {
 		t.Errorf("defaults: %+v", got)
 	}
 	mapped := roce.Envelope{Src: netip.AddrFrom16(hostA.As16()), Dst: netip.AddrFrom16(hostB.As16()), SrcPort: 0xC123}
-	b2, err := mapped.AppendDatagram(nil, &p)
-	if err != nil || !bytes.Equal(b, b2) {
-		t.Errorf("IPv4-mapped addresses did not build the IPv4 datagram (err %v)", err)
+	b6, err := mapped.AppendDatagram(nil, &p)
+	if err != nil || b6[0]>>4 != 6 {
+		t.Errorf("IPv4-mapped addresses must build an IPv6 datagram, as written (err %v)", err)
+	}
+	mixed := roce.Envelope{Src: hostA, Dst: netip.AddrFrom16(hostB.As16())}
+	if _, err := mixed.AppendDatagram(nil, &p); err != roce.ErrBadAddress {
+		t.Errorf("IPv4 to IPv4-mapped: %v, want ErrBadAddress", err)
 	}
 }
 
@@ -415,4 +422,28 @@ func TestOpcodeTableAndMTU(t *testing.T) {
 			t.Errorf("rule %d allows %d bytes = %v", tt.r, tt.n, got)
 		}
 	}
+}
+
+// udp6ChecksumOK verifies an IPv6 UDP checksum 16 bits at a time (RFC 1071).
+func udp6ChecksumOK(ip []byte) bool {
+	udp := ip[40:]
+	if udp[6] == 0 && udp[7] == 0 {
+		return false
+	}
+	var sum uint32
+	add := func(b []byte) {
+		for i := 0; i+1 < len(b); i += 2 {
+			sum += uint32(b[i])<<8 | uint32(b[i+1])
+		}
+		if len(b)%2 == 1 {
+			sum += uint32(b[len(b)-1]) << 8
+		}
+	}
+	add(ip[8:40])
+	sum += uint32(len(udp)) + 17
+	add(udp)
+	for sum > 0xFFFF {
+		sum = sum>>16 + sum&0xFFFF
+	}
+	return sum == 0xFFFF
 }
