@@ -16,7 +16,7 @@ var reporter = netip.MustParseAddrPort("192.0.2.7:40041")
 
 // newTestTranslator returns a translator over small default stores whose
 // local sink is a real catalogue of mmap'd regions.
-func newTestTranslator(t *testing.T, mod func(*Config)) (*Translator, *store.Catalog) {
+func newTestTranslator(t testing.TB, mod func(*Config)) (*Translator, *store.Catalog) {
 	t.Helper()
 	cfgs := store.DefaultConfigs()
 	cfgs[0].Slots, cfgs[1].Slots, cfgs[2].Chunks, cfgs[3].Capacity = 1024, 1024, 256, 64
