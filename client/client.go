@@ -173,9 +173,8 @@ func (c *Client) KeyWriteBatch(ctx context.Context, store string, keys []string,
 	return batch[KeyWriteResult](ctx, c, c.storePath(store, "/keywrite:batch"), keys, opt.N, opt.Threshold)
 }
 
-// KeyIncrement returns key's count in a Key-Increment store, reading n
-// counters (0: the store's maximum redundancy; query with the N the key was
-// reported with).
+// KeyIncrement returns key's count in a Key-Increment store: the minimum of
+// its first n counters (0: all of the store's N, the tightest estimate).
 func (c *Client) KeyIncrement(ctx context.Context, store, key string, n int) (KeyIncrementResult, error) {
 	q := url.Values{"key": {key}}
 	if n != 0 {

@@ -42,10 +42,10 @@ type Geometry struct {
 	Slots         uint64  `json:"slots,omitempty"`          // keywrite, keyincrement
 	SlotSize      uint64  `json:"slot_size,omitempty"`      // keywrite, keyincrement: bytes per slot
 	ValueSize     int     `json:"value_size,omitempty"`     // keywrite
-	MaxRedundancy int     `json:"max_redundancy,omitempty"` // keywrite, keyincrement: the largest N, the query default
+	MaxRedundancy int     `json:"max_redundancy,omitempty"` // keywrite: the largest N a report may use, the query default
 	Chunks        uint64  `json:"chunks,omitempty"`         // postcard
 	Hops          int     `json:"hops,omitempty"`           // postcard: the longest path
-	Redundancy    int     `json:"redundancy,omitempty"`     // postcard: chunks per path
+	Redundancy    int     `json:"redundancy,omitempty"`     // keyincrement: counters per key; postcard: chunks per path
 	MinValue      *uint32 `json:"min_value,omitempty"`      // postcard: the hop value set is [MinValue, MaxValue]
 	MaxValue      *uint32 `json:"max_value,omitempty"`      // postcard
 	Lists         uint32  `json:"lists,omitempty"`          // append
@@ -83,8 +83,8 @@ type KeyWriteResult struct {
 // KeyIncrementResult is the answer to a Key-Increment lookup.
 type KeyIncrementResult struct {
 	Key    string `json:"key"`
-	Count  uint64 `json:"count"`  // count-min estimate: never below the true sum when N matches the reports'
-	Copies int    `json:"copies"` // counters read (N)
+	Count  uint64 `json:"count"`  // count-min estimate: never below the key's true sum
+	Copies int    `json:"copies"` // counters read (n)
 }
 
 // Hop is one hop of a Postcarding path.
@@ -98,8 +98,9 @@ type Hop struct {
 type PostcardResult struct {
 	Key      string `json:"key"`
 	Status   string `json:"status"`   // StatusFound, StatusEmpty or StatusConflict
-	Hops     []Hop  `json:"hops"`     // up to the last hop that reported
-	Complete bool   `json:"complete"` // no hole up to the last hop
+	Hops     []Hop  `json:"hops"`     // up to PathLen, or to the last hop that reported when it is unknown
+	PathLen  int    `json:"path_len"` // the path's length when the store shows it, else 0
+	Complete bool   `json:"complete"` // the length is known and no hop is missing
 	Valid    int    `json:"valid"`    // chunks that decoded as this flow's path
 	Copies   int    `json:"copies"`   // chunks read (N)
 }

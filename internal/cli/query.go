@@ -158,7 +158,7 @@ func queryGeometry(s client.Store) string {
 	case "keywrite":
 		return fmt.Sprintf("%d slots, %d B values, N≤%d, %s", g.Slots, g.ValueSize, g.MaxRedundancy, g.Hash)
 	case "keyincrement":
-		return fmt.Sprintf("%d counters, N≤%d, %s", g.Slots, g.MaxRedundancy, g.Hash)
+		return fmt.Sprintf("%d counters, N=%d, %s", g.Slots, g.Redundancy, g.Hash)
 	case "postcard":
 		v := ""
 		if g.MinValue != nil && g.MaxValue != nil {
@@ -262,9 +262,10 @@ func newQueryKeyIncrementCmd(o *queryOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "keyincrement",
 		Short: "Read keys' counts from a Key-Increment store (count-min over N counters)",
-		Long: `keyincrement returns the minimum of each key's N counters: never below the
-key's true sum when --n is the N the key was reported with, above it only by
-what colliding keys added. --n defaults to the store's maximum redundancy.`,
+		Long: `keyincrement returns the minimum of each key's counters: never below the
+key's true sum, above it only by what colliding keys added. Every report adds
+to all N counters of the store; --n reads only the first n (default all N,
+the tightest estimate).`,
 		Example: `  dta query keyincrement --key 9
   dta query keyincrement --key 9 --key 10 --n 2 -o json`,
 		Args: cobra.NoArgs,
@@ -305,7 +306,7 @@ what colliding keys added. --n defaults to the store's maximum redundancy.`,
 	f := cmd.Flags()
 	f.StringVar(&store, "store", "keyincrement", "store `name` or id")
 	f.StringArrayVar(&keys, "key", nil, "`key` to look up (repeat for several)")
-	f.IntVar(&n, "n", 0, "counters to read (0: the store's maximum)")
+	f.IntVar(&n, "n", 0, "counters to read (0: all of the store's N)")
 	return cmd
 }
 

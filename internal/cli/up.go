@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/dta-go/dta/internal/config"
 	"github.com/dta-go/dta/internal/ingest"
 	"github.com/dta-go/dta/internal/metrics"
+	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/internal/translator"
 )
 
@@ -109,7 +111,17 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	if err != nil {
 		return usageError("%v", err)
 	}
-	col, err := collector.New(collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs}, logger)
+	// The translator is made after the collector (it writes into the
+	// collector's stores); a reset through the API reaches it through trp.
+	var trp atomic.Pointer[translator.Translator]
+	afterReset := func(s *store.Store) {
+		if tr := trp.Load(); tr != nil && s.Append != nil {
+			for l := range s.Append.Spec().Lists {
+				tr.ResumeAppend(int(s.Index), l, 0)
+			}
+		}
+	}
+	col, err := collector.New(collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs, AfterReset: afterReset}, logger)
 	if err != nil {
 		return err
 	}
@@ -119,6 +131,7 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	if err != nil {
 		return err
 	}
+	trp.Store(tr)
 	// Stores outlive nothing here (regions are new), but resume anyway so the
 	// rule "a translator starts from the published heads" holds everywhere.
 	for _, s := range cat.Stores() {

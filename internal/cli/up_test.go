@@ -274,3 +274,49 @@ func TestUpCountsMalformedPacketsAndKeepsAnswers(t *testing.T) {
 		t.Fatalf("healthz %d %+v", code, h)
 	}
 }
+
+func TestUpAppendResetRestartsTheTranslatorsHeads(t *testing.T) {
+	udpAddr, base := startUp(t)
+	conn, err := net.Dial("udp", udpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	send := func(v byte) { conn.Write([]byte{2, 0, 0, 0, 0, 0, 1, 0, 0, 0, v}) }
+	type poll struct {
+		Entries []struct {
+			Index    uint64 `json:"index"`
+			ValueU32 uint32 `json:"value_u32"`
+		} `json:"entries"`
+		Head uint64 `json:"head"`
+	}
+	for v := byte(1); v <= 6; v++ {
+		send(v)
+	}
+	eventually(t, "six entries land", func() error {
+		var p poll
+		getJSON(t, base+"/v1/stores/append/append/1?cursor=0", &p)
+		if p.Head != 6 {
+			return fmt.Errorf("head %d", p.Head)
+		}
+		return nil
+	})
+	resp, err := http.Post(base+"/v1/stores/append/append:reset", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("reset: %s", resp.Status)
+	}
+	send(70)
+	send(71)
+	eventually(t, "entries after the reset start again at index 0", func() error {
+		var p poll
+		getJSON(t, base+"/v1/stores/append/append/1?cursor=0", &p)
+		if p.Head != 2 || len(p.Entries) != 2 || p.Entries[0].ValueU32 != 70 || p.Entries[1].ValueU32 != 71 {
+			return fmt.Errorf("got %+v", p)
+		}
+		return nil
+	})
+}

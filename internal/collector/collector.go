@@ -25,6 +25,9 @@ type Config struct {
 	HTTP   string             // query API, /metrics and /healthz listen address, e.g. ":8040"
 	Region region.Config      // huge pages and prefault for every store (Size is per store)
 	Stores []store.Descriptor // the stores to map
+	// AfterReset is called after a store is reset through the query API, so
+	// that an in-process translator can restart its Append heads. Optional.
+	AfterReset func(*store.Store)
 }
 
 // Collector is a running collector.
@@ -53,7 +56,9 @@ func New(cfg Config, logger *slog.Logger) (*Collector, error) {
 		return nil, fmt.Errorf("collector: listen for queries on %s: %w", cfg.HTTP, err)
 	}
 	c := &Collector{cat: cat, reg: metrics.NewRegistry(), ln: ln, logger: logger, start: time.Now()}
-	c.query = query.New(cat, query.DefaultConfig(), logger)
+	qc := query.DefaultConfig()
+	qc.AfterReset = cfg.AfterReset
+	c.query = query.New(cat, qc, logger)
 	if err := c.reg.Register(metrics.Catalog{C: cat}); err != nil {
 		return nil, err
 	}

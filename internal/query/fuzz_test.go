@@ -32,7 +32,7 @@ func FuzzParsers(f *testing.F) {
 				t.Fatalf("key of %d bytes accepted", len(k.Bytes))
 			}
 			if n, err := intParam(q, "n", 0, maxParam, 0); err == nil {
-				if n, err := redundancy(n, 0, 4, true); err == nil && (n < 1 || n > 4) {
+				if n, err := redundancy(n, 0, 4, "redundancy", true); err == nil && (n < 1 || n > 4) {
 					t.Fatalf("n %d accepted", n)
 				}
 			}

@@ -106,15 +106,13 @@ func (w *writer) keyWrite(name string, key, value []byte, n int, imm bool) {
 	}
 }
 
-// keyIncrement adds delta to the hashed key bytes with n copies.
-func (w *writer) keyIncrement(name string, key []byte, delta uint64, n int) {
+// keyIncrement adds delta to the hashed key bytes.
+func (w *writer) keyIncrement(name string, key []byte, delta uint64) {
 	w.tb.Helper()
 	st := w.st(name)
 	spec := st.KeyIncrement.Spec()
 	w.b.Reset()
-	if err := spec.Translate(w.b, st.Index, key, delta, n); err != nil {
-		w.tb.Fatalf("keyincrement Translate: %v", err)
-	}
+	spec.Translate(w.b, st.Index, key, delta)
 	if err := w.cat.Apply(w.b.Ops); err != nil {
 		w.tb.Fatalf("Apply: %v", err)
 	}

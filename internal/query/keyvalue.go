@@ -127,7 +127,7 @@ func (s *Server) lookupKeyWrite(st *store.Store, keys []dta.Key, n, threshold in
 	if st.KeyWrite == nil {
 		return nil, internal(errNoStoreKind)
 	}
-	n, aerr := redundancy(n, threshold, st.KeyWrite.Spec().MaxRedundancy, true)
+	n, aerr := redundancy(n, threshold, st.KeyWrite.Spec().MaxRedundancy, "maximum redundancy", true)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -188,7 +188,7 @@ func (s *Server) lookupKeyIncrement(st *store.Store, keys []dta.Key, n int) ([]k
 	if st.KeyIncrement == nil {
 		return nil, internal(errNoStoreKind)
 	}
-	n, aerr := redundancy(n, 0, st.KeyIncrement.Spec().Redundancy, false)
+	n, aerr := redundancy(n, 0, st.KeyIncrement.Spec().Redundancy, "redundancy", false)
 	if aerr != nil {
 		return nil, aerr
 	}

@@ -99,11 +99,11 @@ func intParam(q url.Values, name string, lo, hi, def int) (int, *apiError) {
 	return v, nil
 }
 
-// redundancy checks a query's n (0: the store's maximum) and threshold
-// against the store's maximum N and returns the n to read.
-func redundancy(n, threshold, maxN int, withThreshold bool) (int, *apiError) {
+// redundancy checks a query's n (0: maxN) and threshold against the store's
+// N (what names it in messages) and returns the n to read.
+func redundancy(n, threshold, maxN int, what string, withThreshold bool) (int, *apiError) {
 	if n < 0 || n > maxN {
-		return 0, invalid("n", "n: %d out of range [1, %d] (the store's maximum redundancy; 0 or absent means %d)", n, maxN, maxN)
+		return 0, invalid("n", "n: %d out of range [1, %d] (the store's %s; 0 or absent means %d)", n, maxN, what, maxN)
 	}
 	if n == 0 {
 		n = maxN

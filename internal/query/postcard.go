@@ -20,6 +20,7 @@ type postcardResult struct {
 	Key      string    `json:"key"`
 	Status   string    `json:"status"`
 	Hops     []hopJSON `json:"hops"`
+	PathLen  int       `json:"path_len"`
 	Complete bool      `json:"complete"`
 	Valid    int       `json:"valid"`
 	Copies   int       `json:"copies"`
@@ -76,7 +77,7 @@ func (s *Server) lookupPostcard(st *store.Store, keys []dta.Key) ([]postcardResu
 		}
 		hops = res.Hops[:0]
 		pr := postcardResult{Key: k.String(), Status: res.Status.String(), Hops: make([]hopJSON, len(res.Hops)),
-			Complete: res.Complete, Valid: res.Valid, Copies: res.Copies}
+			PathLen: res.PathLen, Complete: res.Complete, Valid: res.Valid, Copies: res.Copies}
 		for j, h := range res.Hops {
 			pr.Hops[j] = hopJSON{Hop: j + 1, Present: h.Present}
 			if h.Present {

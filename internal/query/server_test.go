@@ -19,7 +19,7 @@ import (
 )
 
 func TestStoresListsEveryStoreWithItsGeometry(t *testing.T) {
-	_, _, ts := newTestServer(t, testConfig())
+	_, cat, ts := newTestServer(t, testConfig())
 	var resp storesResponse
 	get(t, ts, "/v1/stores", &resp)
 	var names []string
@@ -32,8 +32,12 @@ func TestStoresListsEveryStoreWithItsGeometry(t *testing.T) {
 	}
 	kw := resp.Stores[0]
 	if kw.ID != 1 || kw.Primitive != "keywrite" || !kw.Default || kw.Geometry.Slots != 1024 || kw.Geometry.ValueSize != 4 ||
-		kw.Geometry.MaxRedundancy != 4 || kw.Geometry.SlotSize != 8 || kw.Geometry.Hash != "crc32" || kw.RegionBytes != 8192 || kw.Backing == "" {
+		kw.Geometry.MaxRedundancy != 4 || kw.Geometry.SlotSize != 8 || kw.Geometry.Hash != cat.ByName("keywrite").KeyWrite.Spec().Hash.String() || kw.RegionBytes != 8192 || kw.Backing == "" {
 		t.Errorf("keywrite store %+v", kw)
+	}
+	ki := resp.Stores[1].Geometry
+	if ki.Redundancy != 4 || ki.MaxRedundancy != 0 || ki.SlotSize != 8 {
+		t.Errorf("keyincrement geometry %+v", ki)
 	}
 	pc := resp.Stores[2].Geometry
 	if pc.Chunks != 256 || pc.Hops != 5 || pc.Redundancy != 2 || pc.MinValue == nil || *pc.MinValue != 0 || pc.MaxValue == nil {
@@ -171,10 +175,10 @@ func TestKeyIncrementCountsResetsAndBatches(t *testing.T) {
 	_, cat, ts := newTestServer(t, testConfig())
 	w := newWriter(t, cat)
 	k := keywrite.CompatKey(5)
-	w.keyIncrement("keyincrement", k[:], 3, 4)
-	w.keyIncrement("keyincrement", k[:], 4, 4)
+	w.keyIncrement("keyincrement", k[:], 3)
+	w.keyIncrement("keyincrement", k[:], 4)
 	tuple, _ := dta.ParseKey("udp,[2001:db8::1]:53,[2001:db8::2]:5353")
-	w.keyIncrement("keyincrement", tuple.Bytes, 11, 2)
+	w.keyIncrement("keyincrement", tuple.Bytes, 11)
 
 	var res keyIncrementResult
 	get(t, ts, "/v1/stores/keyincrement/keyincrement?key=5", &res)
@@ -208,7 +212,7 @@ func TestPostcardDecodesCompleteAndPartialPaths(t *testing.T) {
 	}
 	var res postcardResult
 	get(t, ts, "/v1/stores/postcard/postcard?key=1000", &res)
-	if res.Status != "found" || !res.Complete || len(res.Hops) != 5 || res.Valid != 2 || res.Copies != 2 {
+	if res.Status != "found" || !res.Complete || len(res.Hops) != 5 || res.PathLen != 5 || res.Valid != 2 || res.Copies != 2 {
 		t.Fatalf("full path: %+v", res)
 	}
 	for i, h := range res.Hops {
@@ -229,7 +233,7 @@ func TestPostcardDecodesCompleteAndPartialPaths(t *testing.T) {
 	w.postcard("postcard", part[:], 3, 3, 9)
 	w.flushPostcards()
 	get(t, ts, "/v1/stores/postcard/postcard?key=2000", &res)
-	if res.Status != "found" || res.Complete || len(res.Hops) != 3 {
+	if res.Status != "found" || res.Complete || len(res.Hops) != 3 || res.PathLen != 3 {
 		t.Fatalf("partial path: %+v", res)
 	}
 	if !res.Hops[0].Present || res.Hops[1].Present || res.Hops[1].Value != nil || !res.Hops[2].Present || *res.Hops[2].Value != 9 {

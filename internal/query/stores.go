@@ -53,7 +53,7 @@ func describe(st *store.Store) storeInfo {
 		g.Hash, g.Slots, g.SlotSize, g.ValueSize, g.MaxRedundancy = s.Hash.String(), s.Slots, s.SlotSize(), s.ValueSize, s.MaxRedundancy
 	case dta.KeyIncrement:
 		s := st.Descriptor.KeyIncrement
-		g.Hash, g.Slots, g.SlotSize, g.MaxRedundancy = s.Hash.String(), s.Slots, keyincrement.CounterSize, s.Redundancy
+		g.Hash, g.Slots, g.SlotSize, g.Redundancy = s.Hash.String(), s.Slots, keyincrement.CounterSize, s.Redundancy
 	case dta.Postcard:
 		s := st.Descriptor.Postcard
 		g.Hash, g.Chunks, g.Hops, g.Redundancy = s.Hash.String(), s.Chunks, s.Hops, s.Redundancy
