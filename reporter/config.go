@@ -59,8 +59,9 @@ type Config struct {
 	// Batch ≤ 1.
 	FlushInterval time.Duration
 	// Rate is the largest number of reports per second Send lets through,
-	// enforced by a token bucket that holds up to max(Batch, 1) reports;
-	// Send blocks until a token is free. 0 means unlimited.
+	// enforced by a token bucket that holds max(Batch, Rate × 5 ms) reports
+	// (so that a late wake-up does not lower the rate); Send blocks until a
+	// token is free. 0 means unlimited.
 	Rate float64
 	// Retransmit sets the retransmittable flag on every datagram. The
 	// Reporter then keeps the last WindowSize datagrams by sequence number,

@@ -5,6 +5,11 @@ import (
 	"time"
 )
 
+// burstWindow sizes the token bucket: it holds the reports of this long at
+// the configured rate, so that a sleep that overruns by up to this much is
+// made up for.
+const burstWindow = 5 * time.Millisecond
+
 // minSleep is the smallest wait worth a sleep. Shorter deficits accumulate
 // in the limiter's schedule and are slept off together, so the long-run rate
 // holds while sleeps stay coarse.

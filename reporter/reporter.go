@@ -44,9 +44,11 @@ type Reporter struct {
 	done chan struct{} // closed by Close
 	wg   sync.WaitGroup
 
+	closeOnce sync.Once
+	closeErr  error // set once, by Close
+
 	mu       sync.Mutex
 	closed   bool
-	closeErr error
 	seq      uint8 // next sequence number (when not retransmitting)
 	single   []byte
 	bw       dta.BatchWriter
@@ -104,7 +106,7 @@ func New(cfg Config, logger *slog.Logger) (*Reporter, error) {
 		batchBuf: make([]byte, 0, MTU),
 	}
 	if cfg.Rate > 0 {
-		r.lim = newLimiter(cfg.Rate, cfg.Batch)
+		r.lim = newLimiter(cfg.Rate, max(cfg.Batch, int(min(cfg.Rate*burstWindow.Seconds(), 1e9))))
 	}
 	if cfg.Batch > 1 {
 		r.wg.Add(1)
@@ -112,10 +114,12 @@ func New(cfg Config, logger *slog.Logger) (*Reporter, error) {
 	}
 	if cfg.Retransmit {
 		// A random first sequence number: a translator that still tracks
-		// this address and port from an earlier reporter then answers with
-		// an out-of-window ACK/NACK (and handleAck renumbers) in all but
-		// 1/256 of the cases, instead of taking our first datagrams for
-		// duplicates.
+		// this address and port from an earlier reporter (the default
+		// Local port is fixed) then answers our first datagrams with an
+		// ACK/NACK outside the window, and handleAck renumbers them. It
+		// takes them for duplicates only if its last seq falls among
+		// them: with k datagrams sent before its first answer, a chance
+		// of k/256 instead of near certainty with a fixed start.
 		r.win = &window{head: uint8(rand.Uint32())}
 		r.wg.Add(1)
 		go r.readAcks()
@@ -195,30 +199,26 @@ func (r *Reporter) Flush() error {
 }
 
 // Close sends the pending batch, waits (with Retransmit) until the
-// translator has acknowledged every datagram, the timeout resends give up
-// or MaxLinger passes, then closes the socket and stops the Reporter's goroutines. Later
-// calls return the first call's result.
+// translator has acknowledged every datagram, the timeout resends give up or
+// MaxLinger passes, then closes the socket and stops the Reporter's
+// goroutines. Later calls wait for the first and return its result.
 func (r *Reporter) Close() error {
-	r.mu.Lock()
-	if r.closed {
+	r.closeOnce.Do(func() {
+		r.mu.Lock()
+		err := r.flushLocked()
+		r.closed = true
 		r.mu.Unlock()
-		return r.closeErr
-	}
-	err := r.flushLocked()
-	r.closed = true
-	r.mu.Unlock()
-	if r.win != nil {
-		r.drain()
-	}
-	close(r.done)
-	if cerr := r.conn.Close(); err == nil {
-		err = cerr
-	}
-	r.wg.Wait()
-	r.mu.Lock()
-	r.closeErr = err
-	r.mu.Unlock()
-	return err
+		if r.win != nil {
+			r.drain()
+		}
+		close(r.done)
+		if cerr := r.conn.Close(); err == nil {
+			err = cerr
+		}
+		r.wg.Wait()
+		r.closeErr = err
+	})
+	return r.closeErr
 }
 
 // header returns the base header of the next datagram with opcode op; the

@@ -3,6 +3,7 @@ package reporter
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -236,8 +237,8 @@ func TestSendRejectsReportsThatWouldNotDecode(t *testing.T) {
 	for _, batch := range []int{1, 8} {
 		r := mustNew(t, Config{To: f.addr(), Batch: batch})
 		bad := []dta.Report{
-			KeyWrite(mustKey(t, "1"), []byte{1, 2, 3, 4}, 0, 0),  // N = 0
-			KeyWrite(mustKey(t, "1"), []byte{1, 2, 3, 4}, 9, 0),  // N > MaxRedundancy
+			KeyWrite(mustKey(t, "1"), []byte{1, 2, 3, 4}, 0, 0),    // N = 0
+			KeyWrite(mustKey(t, "1"), []byte{1, 2, 3, 4}, 9, 0),    // N > MaxRedundancy
 			Postcard(mustKey(t, "1"), 6, 5, []byte{1, 2, 3, 4}, 0), // hop beyond the path
 			Append(1, nil, 0), // empty entry
 		}
@@ -263,7 +264,7 @@ func TestSendDoesNotAllocate(t *testing.T) {
 		{To: f.addr()},
 		{To: f.addr(), Batch: 32, FlushInterval: time.Hour},
 		{To: f.addr(), Local: "127.0.0.1:0", Retransmit: true, RetransmitTimeout: time.Hour},
-		{To: f.addr(), Rate: 1e12},
+		{To: f.addr(), Rate: 50000, Batch: 8}, // sleeps in the limiter
 	} {
 		t.Run(fmt.Sprintf("%+v", cfg), func(t *testing.T) {
 			r := mustNew(t, cfg)
@@ -345,5 +346,27 @@ func TestHelpersChooseTheFormat(t *testing.T) {
 				t.Errorf("does not encode: %v", err)
 			}
 		})
+	}
+}
+
+func TestCloseStopsEveryGoroutine(t *testing.T) {
+	f := newFakeTranslator(t)
+	r, err := New(Config{To: f.addr(), Local: "127.0.0.1:0", Batch: 8, Retransmit: true, RetransmitTimeout: 20 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Append(1, []byte{1, 2, 3, 4}, 0)
+	if err := r.Send(&rep, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	stack := string(buf[:runtime.Stack(buf, true)])
+	for _, fn := range []string{"(*Reporter).flusher", "(*Reporter).readAcks"} {
+		if strings.Contains(stack, fn) {
+			t.Errorf("%s still runs after Close:\n%s", fn, stack)
+		}
 	}
 }

