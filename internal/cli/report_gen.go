@@ -36,7 +36,7 @@ the same reports) from a simulated k=16 fat tree (1024 hosts, 320 switches):
 
   int-path    INT path tracing, Key-Write: key = the flow's IPv4 5-tuple,
               value = 5 hops x 4-byte switch ids (20 bytes). Needs a Key-Write
-              store with value_size 20 (--store); the default store holds 4.
+              store with value_size 20: in dta up's defaults, int-paths (--store 5).
   postcards   INT postcards, Postcarding: one postcard per hop (1, 3 or 5),
               path length set, a few flows interleaved.
   events      Append: INT congestion events (4-byte entries) or, with
@@ -52,8 +52,8 @@ Interrupting (Ctrl-C) stops early and still prints the summary.`,
   dta report gen postcards --rate 0 --count 500000 --batch 32     # as fast as possible
   dta report gen counters --count 0 --rate 1000                   # until interrupted
   dta report gen events --lists 16 --seed 7
-  # into stores of your config: Key-Write with value_size: 20 (id 5),
-  # Append with entry_size: 18 (id 6)
+  # into the non-default stores of dta up: int-paths (Key-Write, 20-byte values,
+  # id 5) and loss-events (Append, 18-byte entries, id 6)
   dta report gen int-path --rate 100000 --count 1000000 --store 5
   dta report gen events --entry-size 18 --lists 8 --store 6`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -107,9 +107,13 @@ func runReportGen(cmd *cobra.Command, kind reporter.Kind, o *reportGenOptions) e
 	}
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	logger := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	r, err := reporter.New(reporter.Config{To: o.to, Batch: o.batch, Rate: o.rate, Retransmit: o.retransmit}, logger)
-	if err != nil {
+	cfg := reporter.Config{To: o.to, Batch: o.batch, Rate: o.rate, Retransmit: o.retransmit}
+	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
+	}
+	r, err := reporter.New(cfg, logger)
+	if err != nil {
+		return err
 	}
 	defer r.Close()
 
@@ -139,7 +143,7 @@ loop:
 		}
 		if now := time.Now(); !o.quiet && now.Sub(lastAt) >= time.Second {
 			fmt.Fprintf(errw, "gen %s: %d reports, %.0f reports/s, %d datagrams, %s\n",
-				kind, sent, float64(sent-lastSent)/now.Sub(lastAt).Seconds(), st.Datagrams.Load(), genBytes(st.Bytes.Load()))
+				kind, sent, float64(sent-lastSent)/now.Sub(lastAt).Seconds(), st.Datagrams.Load(), reportGenBytes(st.Bytes.Load()))
 			lastAt, lastSent = now, sent
 		}
 	}
@@ -156,14 +160,14 @@ func reportGenSummary(w io.Writer, kind reporter.Kind, st *reporter.Stats, elaps
 	reports, dgs := st.Reports.Load(), st.Datagrams.Load()
 	sec := max(elapsed.Seconds(), 1e-9)
 	fmt.Fprintf(w, "sent %d %s reports (%s) in %d datagrams, %s, in %.2f s: %.0f reports/s, %.0f datagrams/s\n",
-		reports, kind, kind.Primitive(), dgs, genBytes(st.Bytes.Load()), elapsed.Seconds(), float64(reports)/sec, float64(dgs)/sec)
+		reports, kind, kind.Primitive(), dgs, reportGenBytes(st.Bytes.Load()), elapsed.Seconds(), float64(reports)/sec, float64(dgs)/sec)
 	if retransmit {
 		reportAckSummary(w, st)
 	}
 }
 
-// genBytes formats a byte count for people.
-func genBytes(n uint64) string {
+// reportGenBytes formats a byte count for people.
+func reportGenBytes(n uint64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))

@@ -56,12 +56,14 @@ then look at the data:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(flagUsageError)
 	root.AddCommand(
 		newUpCmd(),
 		newReportCmd(),
 		newQueryCmd(),
 		newDecodeCmd(),
 		newPlanCmd(),
+		newSimulateCmd(),
 	)
 	return root
 }

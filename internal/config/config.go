@@ -12,7 +12,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,44 +94,67 @@ func Load(path string) (*File, error) {
 func Parse(b []byte) (*File, error) { return decode(bytes.NewReader(b), Default()) }
 
 func decode(r io.Reader, base *File) (*File, error) {
+	src, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
 	f := base
 	if f == nil {
 		f = &File{}
-	} else if f.Stores != nil {
-		// A stores list in the file replaces the defaults rather than merging
-		// element by element.
-		saved := f.Stores
-		defer func() {
-			if f.Stores == nil {
-				f.Stores = saved
-			}
-		}()
-		f.Stores = nil
 	}
-	dec := yaml.NewDecoder(r)
+	// A stores list in the file replaces the defaults rather than merging
+	// into them element by element.
+	saved := f.Stores
+	f.Stores = nil
+	dec := yaml.NewDecoder(bytes.NewReader(src))
 	dec.KnownFields(true)
 	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
-		return nil, cleanYAMLError(err)
+		return nil, cleanYAMLError(err, src)
 	}
 	if err := dec.Decode(new(any)); !errors.Is(err, io.EOF) {
 		return nil, errors.New("more than one YAML document")
 	}
-	if f.Stores == nil && base != nil {
-		return f, f.Validate()
+	if f.Stores == nil {
+		f.Stores = saved
 	}
 	return f, f.Validate()
 }
 
-// cleanYAMLError turns yaml.v3's "field x not found in type config.File" into
-// a message that names the key.
-func cleanYAMLError(err error) error {
-	msg := err.Error()
-	msg = strings.ReplaceAll(msg, "yaml: unmarshal errors:\n  ", "")
+var yamlLineRE = regexp.MustCompile(`line (\d+): `)
+
+// cleanYAMLError rewrites yaml.v3's errors so that they name the key: "field
+// x not found in type config.File" becomes `unknown key "x"`, and a value of
+// the wrong type gets the key of its line.
+func cleanYAMLError(err error, src []byte) error {
+	msg := strings.ReplaceAll(err.Error(), "yaml: unmarshal errors:\n  ", "")
+	msg = strings.ReplaceAll(msg, "yaml: ", "")
 	if i := strings.Index(msg, "field "); i >= 0 && strings.Contains(msg, " not found in type") {
 		key := msg[i+len("field "):]
 		key = key[:strings.Index(key, " not found")]
-		line := strings.TrimSpace(msg[:i])
-		return fmt.Errorf("%s unknown key %q", line, key)
+		return fmt.Errorf("%s unknown key %q", strings.TrimSpace(msg[:i]), key)
+	}
+	if m := yamlLineRE.FindStringSubmatchIndex(msg); m != nil {
+		n, _ := strconv.Atoi(msg[m[2]:m[3]])
+		lines := strings.Split(string(src), "\n")
+		if n >= 1 && n <= len(lines) {
+			line := strings.TrimLeft(lines[n-1], " -{")
+			if k, _, ok := strings.Cut(line, ":"); ok && k != "" && !strings.ContainsAny(k, " ,{}") {
+				return fmt.Errorf("line %d: %s: %s", n, k, msg[m[1]:])
+			}
+		}
+	}
+	// Errors from a value's own parser (sizes) carry the value but no line:
+	// find the line that holds it.
+	if i := strings.Index(msg, "\""); i >= 0 {
+		if j := strings.Index(msg[i+1:], "\""); j > 0 {
+			val := msg[i+1 : i+1+j]
+			for n, line := range strings.Split(string(src), "\n") {
+				k, v, ok := strings.Cut(strings.TrimLeft(line, " -{"), ":")
+				if ok && strings.TrimSpace(v) == val {
+					return fmt.Errorf("line %d: %s: %s", n+1, k, msg)
+				}
+			}
+		}
 	}
 	return errors.New(msg)
 }

@@ -1,0 +1,120 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEmbeddedDefaultsAreValid(t *testing.T) {
+	f := Default()
+	if err := f.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	descs, err := f.Descriptors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := map[string]bool{}
+	for _, d := range descs {
+		if d.Default {
+			defaults[d.Primitive.String()] = true
+			if d.Name != d.Primitive.String() {
+				t.Errorf("the default %v store is called %q, want it named after its primitive", d.Primitive, d.Name)
+			}
+		}
+	}
+	if len(defaults) != 4 {
+		t.Errorf("defaults for %d primitives, want one per primitive", len(defaults))
+	}
+	if f.Translator.Listen != ":40040" || f.Collector.HTTP != ":8040" || f.Translator.AckPort != 40044 {
+		t.Errorf("ports: %+v %+v", f.Translator, f.Collector)
+	}
+	if f.Translator.PostcardCache != 32768 || f.Translator.PostcardMaxAge != 500*time.Millisecond || f.Translator.RecvBuffer != 64<<20 {
+		t.Errorf("translator defaults: %+v", f.Translator)
+	}
+}
+
+func TestParseOverridesDefaults(t *testing.T) {
+	f, err := Parse([]byte("translator:\n  append_flush_delay: 2ms\n  recv_buffer: 8MiB\nlog:\n  format: json\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Translator.AppendFlushDelay != 2*time.Millisecond || f.Translator.RecvBuffer != 8<<20 || f.Log.Format != "json" {
+		t.Fatalf("%+v %+v", f.Translator, f.Log)
+	}
+	if f.Translator.Listen != ":40040" || len(f.Stores) != len(Default().Stores) {
+		t.Fatal("keys the file does not set must keep their defaults")
+	}
+	g, err := Parse([]byte("stores:\n  - {name: only, id: 9, primitive: keywrite, memory: 1MiB}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Stores) != 1 || g.Stores[0].Name != "only" {
+		t.Fatalf("a stores list replaces the defaults whole: %+v", g.Stores)
+	}
+}
+
+func TestBadConfigsNameTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"an unknown top-level key", "colector:\n  http: x\n", `unknown key "colector"`},
+		{"an unknown nested key", "translator:\n  readerz: 2\n", `unknown key "readerz"`},
+		{"an unknown store key", "stores:\n  - {name: a, id: 1, primitive: keywrite, slotz: 4}\n", `unknown key "slotz"`},
+		{"a bad log level", "log:\n  level: loud\n", "log.level"},
+		{"a bad log format", "log:\n  format: xml\n", "log.format"},
+		{"a bad hugepages mode", "collector:\n  hugepages: always\n", "collector.hugepages"},
+		{"a duration without a unit", "translator:\n  postcard_max_age: 5\n", "postcard_max_age"},
+		{"a negative flush delay", "translator:\n  append_flush_delay: -1ms\n", "append_flush_delay"},
+		{"a bad size", "translator:\n  recv_buffer: lots\n", "recv_buffer"},
+		{"a tiny postcard cache", "translator:\n  postcard_cache: 0\n", "postcard_cache"},
+		{"an ack port out of range", "translator:\n  ack_port: 70000\n", "ack_port"},
+		{"a store of an unknown primitive", "stores:\n  - {name: a, id: 1, primitive: sketch}\n", "primitive"},
+		{"two stores with one id", "stores:\n  - {name: a, id: 1, primitive: keywrite}\n  - {name: b, id: 1, primitive: append}\n", "id"},
+		{"a key-write field on an append store", "stores:\n  - {name: a, id: 1, primitive: append, value_size: 4}\n", "value_size"},
+		{"two YAML documents", "log:\n  level: info\n---\nlog:\n  level: info\n", "more than one YAML document"},
+		{"not YAML at all", "{{{", "line 1"},
+	} {
+		t.Run(tc.name+" is refused with a message naming it", func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadReadsAFileAndNamesIt(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte("collector:\n  http: 127.0.0.1:9999\n"), 0o644)
+	f, err := Load(good)
+	if err != nil || f.Collector.HTTP != "127.0.0.1:9999" {
+		t.Fatalf("%v %+v", err, f)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("nope: 1\n"), 0o644)
+	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
+		t.Fatalf("err = %v, want the file named", err)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil {
+		t.Fatal("a missing file was accepted")
+	}
+}
+
+func TestMarshalRoundTrips(t *testing.T) {
+	b, err := Default().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(b)
+	if err != nil {
+		t.Fatalf("the printed config does not parse back: %v\n%s", err, b)
+	}
+	if f.Translator != Default().Translator || len(f.Stores) != len(Default().Stores) {
+		t.Fatal("the printed config changed on the way back")
+	}
+}
