@@ -67,7 +67,12 @@ type Config struct {
 	// Reporter then keeps the last WindowSize datagrams by sequence number,
 	// frees them as ACKs arrive, resends every datagram after seq (in order)
 	// on NACK(seq), and resends the unacknowledged ones when nothing was
-	// heard for RetransmitTimeout. Needs the 3-byte header (not Legacy).
+	// heard for RetransmitTimeout. Send waits for room in the window (see
+	// Reporter.Send). When the translator expects sequence numbers the
+	// window does not hold (it tracked this address and port before the
+	// Reporter started, or it missed datagrams the window had forgotten),
+	// the datagrams held are renumbered to match and resent. Needs the
+	// 3-byte header (not Legacy).
 	Retransmit bool
 	// RetransmitTimeout is the retransmission timeout. 0 means
 	// DefaultRetransmitTimeout (200 ms). Unused unless Retransmit.

@@ -1,6 +1,6 @@
 // Package reporter builds DTA reports and sends them to a translator over
-// UDP: the Go library behind `dta report` and the reporter half of
-// `dta up --demo`.
+// UDP: the Go library behind `dta report`, for programs (agents, exporters,
+// tests) that produce telemetry.
 //
 // A Reporter owns one UDP socket. It packs reports into datagrams (one
 // report per datagram in the single-report formats, or several per OpBatch
@@ -20,7 +20,7 @@
 // What the package must not do: it knows nothing of stores, memory layouts,
 // hashing or RDMA (that is the translator's and collector's business); it
 // never decides whether a report is accepted beyond what wire/dta encodes;
-// it defines no flags and keeps no package-level state; it does not flow-
+// it defines no flags and keeps no package-level state; it does no flow
 // control against the collector (DTA is best effort), so a full
 // retransmission window forgets its oldest datagram rather than blocking.
 package reporter

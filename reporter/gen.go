@@ -86,14 +86,14 @@ func ParseKind(s string) (Kind, error) {
 
 // Generator limits and defaults.
 const (
-	DefaultFatTreeK   = 16   // 1024 hosts, 320 switches
-	MaxFatTreeK       = 64   // 65536 hosts, 5120 switches
-	DefaultFlows      = 4096 // live flows
-	MaxFlows          = 1 << 20
-	DefaultLists      = 16
-	DefaultRedundancy = 2
-	inflightPaths     = 8  // postcard paths interleaved
-	reportArena       = 64 // bytes of key and value per generated report
+	DefaultFatTreeK   = 16      // fat-tree arity: 1024 hosts, 320 switches
+	MaxFatTreeK       = 64      // 65536 hosts, 5120 switches
+	DefaultFlows      = 4096    // live flows
+	MaxFlows          = 1 << 20 // largest GenConfig.Flows
+	DefaultLists      = 16      // Append lists, as in the default Append store
+	DefaultRedundancy = 2       // copies N, the paper's usual compromise
+	inflightPaths     = 8       // postcard paths interleaved
+	reportArena       = 64      // bytes of key and value per generated report
 )
 
 // GenConfig configures a Generator. Zero values select the defaults.
@@ -106,7 +106,7 @@ const (
 // flow's path is 1 hop (same edge switch), 3 (same pod) or 5 (across pods),
 // chosen by ECMP on the 5-tuple; a flow is occasionally rerouted.
 type GenConfig struct {
-	Kind       Kind
+	Kind       Kind   // the stream; required
 	Seed       uint64 // the same seed and config give the same stream
 	Store      uint16 // target store id; 0 = the primitive's default store
 	Redundancy int    // Key-Write, Key-Increment: copies N, 1..dta.MaxRedundancy; 0 = 2

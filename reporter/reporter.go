@@ -26,7 +26,8 @@ type Stats struct {
 	Acks          atomic.Uint64 // ACKs received
 	Nacks         atomic.Uint64 // NACKs received
 	Retransmits   atomic.Uint64 // datagrams resent after a NACK or a timeout
-	Unrecoverable atomic.Uint64 // NACKs for a datagram the window had already forgotten
+	Evicted       atomic.Uint64 // datagrams forgotten unacknowledged because the window was full
+	Unrecoverable atomic.Uint64 // gaps at the translator made of datagrams the window had forgotten (lost)
 	WriteErrors   atomic.Uint64 // datagrams the socket refused
 }
 
@@ -58,7 +59,11 @@ type Reporter struct {
 
 	// Retransmission state, used only when cfg.Retransmit.
 	win          *window
+	room         sync.Cond // on mu: signalled when the window frees slots, on ticks and on Close
+	heardAt      time.Time // last ACK/NACK received
+	silent       bool      // a wait for room ended with nothing heard (see awaitRoomLocked)
 	synced       bool      // an ACK/NACK inside the window was seen
+	confirmed    uint8     // when synced: the last seq the translator said it accepted
 	progressAt   time.Time // last ACK progress, timeout resend or start of a window
 	timeouts     int       // timeout resends since the last progress
 	lastNack     uint8
@@ -121,6 +126,8 @@ func New(cfg Config, logger *slog.Logger) (*Reporter, error) {
 		// them: with k datagrams sent before its first answer, a chance
 		// of k/256 instead of near certainty with a fixed start.
 		r.win = &window{head: uint8(rand.Uint32())}
+		r.room.L = &r.mu
+		_ = conn.SetReadBuffer(ackReadBuffer) // ACKs come one per datagram
 		r.wg.Add(1)
 		go r.readAcks()
 	}
@@ -144,7 +151,13 @@ func (r *Reporter) Stats() *Stats { return &r.stats }
 // report sets the immediate flag: the pending batch is sent first, then the
 // report alone in its own datagram, so that only it carries the flag.
 //
-// With Rate set, Send first waits for a token. It returns an error wrapping
+// With Rate set, Send first waits for a token. With Retransmit, when
+// WindowSize datagrams are unacknowledged (or, before the translator's first
+// answer, one), Send waits up to RetransmitTimeout for an ACK to free room,
+// so that a translator that acknowledges paces the reporter; then it
+// forgets the oldest datagram (Stats.Evicted). Once such a wait has passed
+// with no answer at all (the prototype translator sends no positive ACKs),
+// Send stops waiting until the translator answers again. Send returns an error wrapping
 // dta.ErrEncode for a report that would not decode, ErrClosed after Close,
 // or the socket's error for the datagram it sent.
 func (r *Reporter) Send(rep *dta.Report, immediate bool) error {
@@ -155,6 +168,12 @@ func (r *Reporter) Send(rep *dta.Report, immediate bool) error {
 	defer r.mu.Unlock()
 	if r.closed {
 		return ErrClosed
+	}
+	if r.win != nil && r.windowFullLocked() {
+		r.awaitRoomLocked()
+		if r.closed {
+			return ErrClosed
+		}
 	}
 	if r.cfg.Batch <= 1 || immediate {
 		if err := r.flushLocked(); err != nil {
@@ -207,6 +226,7 @@ func (r *Reporter) Close() error {
 		r.mu.Lock()
 		err := r.flushLocked()
 		r.closed = true
+		r.room.Broadcast()
 		r.mu.Unlock()
 		if r.win != nil {
 			r.drain()
@@ -277,7 +297,10 @@ func (r *Reporter) sendLocked(b []byte, reports int) error {
 		if r.win.count == 0 {
 			r.progressAt = time.Now()
 		}
-		b, _ = r.win.push(b)
+		var evicted bool
+		if b, evicted = r.win.push(b); evicted {
+			r.stats.Evicted.Add(1)
+		}
 	} else if !r.cfg.Legacy {
 		b[1] = r.seq
 		r.seq++

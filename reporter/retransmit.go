@@ -65,26 +65,36 @@ func (r *Reporter) handleAck(a dta.Ack, now time.Time) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.room.Broadcast() // what a sender waits for may have changed
+	r.heardAt, r.silent = now, false
 	w := r.win
 	freed, ok := w.ackThrough(a.Seq)
 	if !ok {
-		switch {
-		case !r.synced && w.count > 0:
-			// The translator already tracks this source address and port
-			// (an earlier reporter used it) and expects a.Seq+1: renumber
-			// what is waiting and send it again.
-			r.log.Info("translator expects another sequence number; renumbering", "expected", a.Seq+1, "had", w.head)
-			w.renumber(a.Seq + 1)
-			r.lastNack, r.lastNackAt, r.lastNackUsed = a.Seq, now, true
-			r.resendLocked(now)
-		case a.NACK && w.wasEvicted(a.Seq+1):
-			r.stats.Unrecoverable.Add(1)
-			r.warnLocked("translator NACKed a datagram the retransmission window no longer holds; it will refuse later datagrams until the sequence numbers wrap",
-				"missing", a.Seq+1, "window", WindowSize)
+		// The translator expects a.Seq+1, which is not in the window.
+		// Either it tracked this address and port before we started (an
+		// earlier reporter used it), or it missed datagrams the window has
+		// forgotten: then it drops everything after the gap. Either way
+		// the datagrams held can only get through under the numbers it
+		// expects: renumber them from a.Seq+1 and send them again. Any
+		// other answer outside the window is stale, in particular one
+		// older than what the translator has confirmed already.
+		evicted := w.wasEvicted(a.Seq + 1)
+		if w.count == 0 || (r.synced && (!evicted || seqBefore(a.Seq, r.confirmed))) {
+			return
 		}
+		if evicted {
+			r.stats.Unrecoverable.Add(1)
+			r.warnLocked("translator missed datagrams the retransmission window had forgotten; they are lost, the rest is renumbered and resent",
+				"expected", a.Seq+1, "window", WindowSize)
+		} else {
+			r.log.Info("translator expects another sequence number; renumbering", "expected", a.Seq+1, "had", w.head)
+		}
+		w.renumber(a.Seq + 1)
+		r.lastNack, r.lastNackAt, r.lastNackUsed = a.Seq, now, true
+		r.resendLocked(now)
 		return
 	}
-	r.synced = true
+	r.synced, r.confirmed = true, a.Seq
 	if freed > 0 {
 		r.progressAt, r.timeouts = now, 0
 	}
@@ -103,6 +113,7 @@ func (r *Reporter) handleAck(a dta.Ack, now time.Time) {
 func (r *Reporter) onTick(now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.room.Broadcast() // waiters check their deadline
 	if r.win.count == 0 || r.timeouts >= MaxTimeoutResends || now.Sub(r.progressAt) < r.cfg.RetransmitTimeout {
 		return
 	}
@@ -139,3 +150,44 @@ func (r *Reporter) drain() {
 		time.Sleep(poll)
 	}
 }
+
+// ackReadBuffer is the receive buffer asked for the ACK socket: one small
+// datagram per report datagram adds up when the reader falls behind.
+const ackReadBuffer = 1 << 20
+
+// windowFullLocked reports whether a new datagram must wait for an answer:
+// the window is full, or the translator has not yet answered inside it.
+// Until then a translator that tracked this address and port before may
+// take our datagrams for duplicates of its own last seq (and ACK them);
+// with one datagram outstanding that needs its last seq to be exactly ours
+// (a chance of 1/256, thanks to the random start), with a whole window in
+// flight it is likely.
+func (r *Reporter) windowFullLocked() bool {
+	return r.win.count == WindowSize || (!r.synced && r.win.count > 0)
+}
+
+// awaitRoomLocked waits, releasing mu, while the window is full, for at
+// most RetransmitTimeout, unless the translator has proven silent: a wait
+// that ended without any ACK or NACK heard makes later ones return at once
+// until the translator answers again. The read loop wakes waiters on every
+// ACK that frees room and on every tick.
+func (r *Reporter) awaitRoomLocked() {
+	if r.silent {
+		return
+	}
+	start := time.Now()
+	deadline := start.Add(r.cfg.RetransmitTimeout)
+	for r.windowFullLocked() && !r.closed {
+		if !time.Now().Before(deadline) {
+			if r.heardAt.Before(start) {
+				r.silent = true
+			}
+			return
+		}
+		r.room.Wait()
+	}
+}
+
+// seqBefore reports whether 8-bit sequence number a comes before b, within
+// half the sequence space.
+func seqBefore(a, b uint8) bool { return a != b && b-a < 128 }

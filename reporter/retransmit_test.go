@@ -2,6 +2,7 @@ package reporter
 
 import (
 	"bytes"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -23,17 +24,29 @@ func retransmitConfig(f *fakeTranslator, rto time.Duration) Config {
 	return Config{To: f.addr(), Local: "127.0.0.1:0", Retransmit: true, RetransmitTimeout: rto}
 }
 
+// syncedReporter returns a reporter whose first datagram the fake
+// translator has acknowledged, and the reporter's address.
+func syncedReporter(t *testing.T, f *fakeTranslator, rto time.Duration) (*Reporter, netip.AddrPort) {
+	t.Helper()
+	r := mustNew(t, retransmitConfig(f, rto))
+	sendN(t, r, 1)
+	b, from := f.mustRead()
+	f.reply(from, b[1], false)
+	for r.Stats().Acks.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	return r, from
+}
+
 func TestNackResendsExactlyTheMissingDatagrams(t *testing.T) {
 	f := newFakeTranslator(t)
-	r := mustNew(t, retransmitConfig(f, 2*time.Second))
+	r, from := syncedReporter(t, f, 2*time.Second)
 	sendN(t, r, 6)
 
 	// The translator receives the six datagrams but loses the third.
 	var first [][]byte
-	var from = r.LocalAddr()
 	for range 6 {
-		b, src := f.mustRead()
-		from = src
+		b, _ := f.mustRead()
 		h, _ := decodeAll(t, b, false)
 		if !h.Retransmit() {
 			t.Fatalf("datagram % x lacks the retransmit flag", b)
@@ -64,8 +77,8 @@ func TestNackResendsExactlyTheMissingDatagrams(t *testing.T) {
 	f.expectNothing(300 * time.Millisecond)
 
 	st := r.Stats()
-	if st.Retransmits.Load() != 4 || st.Nacks.Load() != 3 || st.Acks.Load() != 3 {
-		t.Errorf("Stats: %d retransmits, %d NACKs, %d ACKs; want 4, 3, 3", st.Retransmits.Load(), st.Nacks.Load(), st.Acks.Load())
+	if st.Retransmits.Load() != 4 || st.Nacks.Load() != 3 || st.Acks.Load() != 4 {
+		t.Errorf("Stats: %d retransmits, %d NACKs, %d ACKs; want 4, 3, 4", st.Retransmits.Load(), st.Nacks.Load(), st.Acks.Load())
 	}
 	start := time.Now()
 	if err := r.Close(); err != nil {
@@ -78,34 +91,59 @@ func TestNackResendsExactlyTheMissingDatagrams(t *testing.T) {
 
 func TestUnacknowledgedDatagramsAreResentOnTimeout(t *testing.T) {
 	f := newFakeTranslator(t)
-	r := mustNew(t, retransmitConfig(f, 50*time.Millisecond))
-	sendN(t, r, 2)
-	a, from := f.mustRead()
+	r, from := syncedReporter(t, f, 50*time.Millisecond)
+	start := time.Now()
+	sendN(t, r, 1)
 	b, _ := f.mustRead() // the tail: "lost", never acknowledged
-	start := time.Now()  // the ACK of a, the last progress, comes after this
-	f.reply(from, a[1], false)
 	again, _ := f.mustRead()
-	early := false
-	for bytes.Equal(again, a) { // a slow test may see a resent before its ACK landed
-		again, _ = f.mustRead()
-		early = true
-	}
 	if !bytes.Equal(again, b) {
 		t.Fatalf("resent % x, want the unacknowledged % x", again, b)
 	}
-	if d := time.Since(start); d < 45*time.Millisecond && !early {
+	if d := time.Since(start); d < 50*time.Millisecond {
 		t.Errorf("resent after %v, before the 50 ms timeout", d)
 	}
 	f.reply(from, b[1], false)
 	f.expectNothing(200 * time.Millisecond)
-	if n := r.Stats().Retransmits.Load(); n < 1 {
-		t.Errorf("Stats.Retransmits = %d, want at least 1", n)
+	if n := r.Stats().Retransmits.Load(); n != 1 {
+		t.Errorf("Stats.Retransmits = %d, want 1", n)
+	}
+}
+
+func TestTheFirstDatagramWaitsForTheTranslatorsFirstAnswer(t *testing.T) {
+	f := newFakeTranslator(t)
+	r := mustNew(t, retransmitConfig(f, time.Second))
+	sendN(t, r, 1)
+	done := make(chan error, 1)
+	go func() {
+		rep := KeyWrite(mustKey(t, "1"), []byte{0, 0, 0, 1}, 2, 0)
+		done <- r.Send(&rep, false)
+	}()
+	b, from := f.mustRead()
+	f.expectNothing(200 * time.Millisecond) // until the translator answers
+	f.reply(from, b[1], false)
+	next, _ := f.mustRead()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if next[1] != b[1]+1 {
+		t.Errorf("second datagram has seq %d after %d", next[1], b[1])
+	}
+	f.reply(from, next[1], false)
+}
+
+func TestAReporterStopsWaitingForASilentTranslator(t *testing.T) {
+	f := newFakeTranslator(t)
+	r := mustNew(t, retransmitConfig(f, 50*time.Millisecond))
+	start := time.Now()
+	sendN(t, r, 20) // one wait of 50 ms, then none
+	if d := time.Since(start); d < 50*time.Millisecond || d > time.Second {
+		t.Errorf("20 datagrams to a silent translator took %v, want one 50 ms wait", d)
 	}
 }
 
 func TestTimeoutResendsGiveUp(t *testing.T) {
 	f := newFakeTranslator(t)
-	r := mustNew(t, retransmitConfig(f, 20*time.Millisecond))
+	r, _ := syncedReporter(t, f, 20*time.Millisecond)
 	sendN(t, r, 1)
 	f.mustRead()
 	for range MaxTimeoutResends {
@@ -176,5 +214,137 @@ func TestWindowForgetsTheOldestWhenFull(t *testing.T) {
 	}
 	if got := w.at(0); got[1] != 253+10-256 || got[3] != 13 {
 		t.Errorf("oldest after ACK: % x", got)
+	}
+}
+
+func TestAFullWindowWaitsForAnAnsweringTranslator(t *testing.T) {
+	f := newFakeTranslator(t)
+	r, from := syncedReporter(t, f, time.Second)
+	done := make(chan error, 1)
+	go func() { // WindowSize+10 more: the last 10 must wait for ACKs
+		rep := KeyWrite(mustKey(t, "1"), []byte{0, 0, 0, 1}, 2, 0)
+		for range WindowSize + 10 {
+			if err := r.Send(&rep, false); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	var last uint8
+	for range WindowSize {
+		b, _ := f.mustRead()
+		last = b[1]
+	}
+	f.expectNothing(200 * time.Millisecond) // the window is full: Send waits
+	f.reply(from, last, false)
+	for range 10 {
+		b, _ := f.mustRead()
+		last = b[1]
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	f.reply(from, last, false)
+	if n := r.Stats().Evicted.Load(); n != 0 {
+		t.Errorf("Stats.Evicted = %d, want 0: an answering translator paces the reporter", n)
+	}
+}
+
+func TestAFullWindowForgetsTheOldestWhenTheTranslatorIsSilent(t *testing.T) {
+	f := newFakeTranslator(t)
+	r := mustNew(t, retransmitConfig(f, 50*time.Millisecond))
+	start := time.Now()
+	sendN(t, r, WindowSize+10)
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("sending to a silent translator took %v", d)
+	}
+	if n := r.Stats().Evicted.Load(); n != 10 {
+		t.Errorf("Stats.Evicted = %d, want 10", n)
+	}
+}
+
+func TestDatagramsAfterAForgottenOneAreRenumberedAndResent(t *testing.T) {
+	f := newFakeTranslator(t)
+	r := mustNew(t, retransmitConfig(f, 100*time.Millisecond))
+	sendN(t, r, 1)
+	first, from := f.mustRead()
+	s := first[1]
+	f.reply(from, s, false)
+	for r.Stats().Acks.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+
+	// The translator goes quiet and misses datagram s+1; the reporter sends
+	// on and forgets the oldest 5 of WindowSize+5.
+	sendN(t, r, WindowSize+5)
+	bodies := map[uint8][]byte{}
+	for len(bodies) < WindowSize+5 { // timeout resends may come in between
+		b, _ := f.mustRead()
+		bodies[b[1]] = bytes.Clone(b[2:])
+	}
+	if n := r.Stats().Evicted.Load(); n != 5 {
+		t.Fatalf("Stats.Evicted = %d, want 5", n)
+	}
+	// It NACKs s: s+1 is gone, but the 128 datagrams still held get
+	// through under the numbers it expects, s+1 onwards, in order.
+	f.reply(from, s, true)
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; i < WindowSize; {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d datagrams renumbered and resent", i)
+		}
+		b, _, ok := f.read(time.Second)
+		if !ok {
+			continue
+		}
+		want := bodies[s+6+uint8(i)]
+		if b[1] == s+1+uint8(i) && bytes.Equal(b[2:], want) {
+			i++
+		}
+	}
+	if n := r.Stats().Unrecoverable.Load(); n != 1 {
+		t.Errorf("Stats.Unrecoverable = %d, want 1", n)
+	}
+	f.reply(from, s+WindowSize, false)
+}
+
+func TestAStaleAnswerDoesNotRenumber(t *testing.T) {
+	f := newFakeTranslator(t)
+	r, _ := syncedReporter(t, f, time.Hour)
+	r.mu.Lock()
+	s := r.confirmed
+	r.silent = true // as after a wait with no answer: the window fills without waiting
+	r.mu.Unlock()
+	sendN(t, r, WindowSize+5) // s+1 … s+5 are forgotten
+	head := func() uint8 {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.win.head
+	}
+	if head() != s+6 {
+		t.Fatalf("window starts at %d, want %d", head(), s+6)
+	}
+	now := time.Now()
+	r.handleAck(dta.Ack{Seq: s - 1, NACK: true}, now) // older than the confirmed s: stale
+	r.handleAck(dta.Ack{Seq: s + 200}, now)           // s+201 was never sent: foreign
+	if head() != s+6 || r.Stats().Unrecoverable.Load() != 0 {
+		t.Fatalf("a stale answer renumbered the window to %d", head())
+	}
+	r.handleAck(dta.Ack{Seq: s, NACK: true}, now) // the translator still waits for s+1
+	if head() != s+1 || r.Stats().Unrecoverable.Load() != 1 {
+		t.Errorf("after NACK(%d): window starts at %d, Unrecoverable %d; want %d and 1", s, head(), r.Stats().Unrecoverable.Load(), s+1)
+	}
+	r.handleAck(dta.Ack{Seq: s + WindowSize}, now) // all taken: Close need not wait
+}
+
+func TestSeqBefore(t *testing.T) {
+	for _, tt := range []struct {
+		a, b uint8
+		want bool
+	}{{1, 2, true}, {2, 1, false}, {5, 5, false}, {250, 3, true}, {3, 250, false}, {0, 127, true}, {0, 128, false}} {
+		if got := seqBefore(tt.a, tt.b); got != tt.want {
+			t.Errorf("seqBefore(%d, %d) = %v", tt.a, tt.b, got)
+		}
 	}
 }

@@ -358,13 +358,13 @@ func describeReport(r *dta.Report) string {
 	b.WriteString(r.Primitive().String())
 	switch r.Primitive() {
 	case dta.KeyWrite:
-		fmt.Fprintf(&b, " key=%s value=%s n=%d", reportKeyText(r), describeValue(r.Value), r.Redundancy)
+		fmt.Fprintf(&b, " key=%s value=%s n=%d", reportKeyText(r), reportValueText(r.Value), r.Redundancy)
 	case dta.KeyIncrement:
 		fmt.Fprintf(&b, " key=%s delta=%d n=%d", reportKeyText(r), r.Delta, r.Redundancy)
 	case dta.Append:
-		fmt.Fprintf(&b, " list=%d value=%s", r.List, describeValue(r.Value))
+		fmt.Fprintf(&b, " list=%d value=%s", r.List, reportValueText(r.Value))
 	case dta.Postcard:
-		fmt.Fprintf(&b, " key=%s hop=%d path_len=%d value=%s", reportKeyText(r), r.Hop, r.PathLen, describeValue(r.Value))
+		fmt.Fprintf(&b, " key=%s hop=%d path_len=%d value=%s", reportKeyText(r), r.Hop, r.PathLen, reportValueText(r.Value))
 	}
 	format := "compat"
 	if r.Opcode.Extended() {
@@ -374,8 +374,8 @@ func describeReport(r *dta.Report) string {
 	return b.String()
 }
 
-// describeValue prints bytes in hex, and 4-byte values also in decimal.
-func describeValue(v []byte) string {
+// reportValueText prints bytes in hex, and 4-byte values also in decimal.
+func reportValueText(v []byte) string {
 	s := "0x" + hex.EncodeToString(v)
 	if len(v) == 4 {
 		s += " (" + strconv.FormatUint(uint64(uint32(v[0])<<24|uint32(v[1])<<16|uint32(v[2])<<8|uint32(v[3])), 10) + ")"

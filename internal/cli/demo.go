@@ -25,8 +25,11 @@ func runDemo(ctx context.Context, addr netip.AddrPort, rate float64, out io.Writ
 		return fmt.Errorf("demo reporter: %w", err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(out, "demo:   sending %.0f reports/s of every primitive; e.g.\n"+
-		"        dta query keywrite --key 7 | dta query keyincrement --key 3 | dta query postcard --key 7 | dta query append --list 1\n", rate)
+	fmt.Fprintf(out, "demo:   sending %.0f reports/s of every primitive; look with\n"+
+		"          dta query keywrite --key 7\n"+
+		"          dta query keyincrement --key 3\n"+
+		"          dta query postcard --key 7\n"+
+		"          dta query append --list 1 --follow\n", rate)
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate * 8))
 	defer tick.Stop()
 	buf := make([]byte, 0, 64)

@@ -108,9 +108,13 @@ func (o *reportOptions) send(cmd *cobra.Command, reps []dta.Report) error {
 	}
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	logger := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	r, err := reporter.New(reporter.Config{To: o.to, Legacy: o.legacy, Retransmit: o.retransmit}, logger)
-	if err != nil {
+	cfg := reporter.Config{To: o.to, Legacy: o.legacy, Retransmit: o.retransmit}
+	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
+	}
+	r, err := reporter.New(cfg, logger)
+	if err != nil {
+		return err
 	}
 	defer r.Close()
 	st := r.Stats()
@@ -138,7 +142,8 @@ func (o *reportOptions) send(cmd *cobra.Command, reps []dta.Report) error {
 }
 
 func reportAckSummary(w io.Writer, st *reporter.Stats) {
-	fmt.Fprintf(w, "translator: %d ACKs, %d NACKs; %d datagrams resent\n", st.Acks.Load(), st.Nacks.Load(), st.Retransmits.Load())
+	fmt.Fprintf(w, "translator: %d ACKs, %d NACKs; %d datagrams resent, %d forgotten unacknowledged, %d NACKed after being forgotten\n",
+		st.Acks.Load(), st.Nacks.Load(), st.Retransmits.Load(), st.Evicted.Load(), st.Unrecoverable.Load())
 }
 
 // parseReportKey parses --key.
@@ -176,7 +181,7 @@ func parseReportValue(flag, s string, maxLen int) ([]byte, error) {
 	return binary.BigEndian.AppendUint32(nil, uint32(n)), nil
 }
 
-func checkRedundancy(n int) error {
+func reportCheckRedundancy(n int) error {
 	if n < 1 || n > dta.MaxRedundancy {
 		return usageError("--redundancy: %d, want 1 to %d copies", n, dta.MaxRedundancy)
 	}
@@ -208,7 +213,7 @@ func newReportKeyWriteCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkRedundancy(n); err != nil {
+			if err := reportCheckRedundancy(n); err != nil {
 				return err
 			}
 			return o.send(cmd, []dta.Report{reporter.KeyWrite(k, v, n, o.store)})
@@ -243,7 +248,7 @@ dta query keyincrement returns the smallest of them.
 			if err != nil {
 				return err
 			}
-			if err := checkRedundancy(n); err != nil {
+			if err := reportCheckRedundancy(n); err != nil {
 				return err
 			}
 			return o.send(cmd, []dta.Report{reporter.KeyIncrement(k, delta, n, o.store)})

@@ -92,7 +92,7 @@ func reportDecode(t *testing.T, b []byte) (dta.Header, []dta.Report) {
 	}
 }
 
-func unhex(t *testing.T, s string) []byte {
+func reportUnhex(t *testing.T, s string) []byte {
 	t.Helper()
 	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
 	if err != nil {
@@ -137,8 +137,8 @@ func TestReportCommandsSendTheExpectedBytes(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
 			for i, w := range tt.want {
-				if got := s.next(); !bytes.Equal(got, unhex(t, w)) {
-					t.Errorf("datagram %d: % x, want % x", i+1, got, unhex(t, w))
+				if got := s.next(); !bytes.Equal(got, reportUnhex(t, w)) {
+					t.Errorf("datagram %d: % x, want % x", i+1, got, reportUnhex(t, w))
 				}
 			}
 			s.none(50 * time.Millisecond)

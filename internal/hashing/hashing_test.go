@@ -242,21 +242,3 @@ func TestHashingAllocatesNothing(t *testing.T) {
 		})
 	}
 }
-
-func BenchmarkKey(b *testing.B) {
-	for _, n := range []int{4, 13, 37, 64} {
-		for _, a := range []hashing.Algorithm{hashing.CRC32, hashing.CRC32C} {
-			b.Run(fmt.Sprintf("%s/%dB", a, n), func(b *testing.B) {
-				key := make([]byte, n)
-				b.SetBytes(int64(n))
-				b.ReportAllocs()
-				var sink uint32
-				for b.Loop() {
-					k := a.Key(key)
-					sink += k.Checksum() + k.Slot(0) + k.Slot(1)
-				}
-				_ = sink
-			})
-		}
-	}
-}

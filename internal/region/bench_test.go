@@ -71,3 +71,48 @@ func BenchmarkRandomWrite8(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mops/s")
 }
+
+// BenchmarkRandomLoad measures random 8-byte loads from the 1 GiB region on
+// transparent huge pages through Slice (the path of Key-Write queries): one
+// at a time (naive: the loads of successive iterations still overlap), and in
+// batches whose addresses are computed first.
+func BenchmarkRandomLoad(b *testing.B) {
+	r := newBenchRegion(b, HugePagesMadvise)
+	b.Run("naive", func(b *testing.B) {
+		b.ReportAllocs()
+		var off, sum uint64
+		x := uint64(0x9E3779B97F4A7C15)
+		for b.Loop() {
+			off, x = nextWord(x)
+			s, err := r.Slice(off, 8)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum += binary.LittleEndian.Uint64(s)
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mops/s")
+		_ = sum
+	})
+	b.Run("batch32", func(b *testing.B) {
+		b.ReportAllocs()
+		var offs [32]uint64
+		var sum uint64
+		x := uint64(0x9E3779B97F4A7C15)
+		n := 0
+		for b.Loop() {
+			for i := range offs {
+				offs[i], x = nextWord(x)
+			}
+			for _, off := range offs {
+				s, err := r.Slice(off, 8)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum += binary.LittleEndian.Uint64(s)
+			}
+			n += len(offs)
+		}
+		b.ReportMetric(float64(n)/b.Elapsed().Seconds()/1e6, "Mops/s")
+		_ = sum
+	})
+}

@@ -27,6 +27,10 @@ type Store struct {
 	KeyIncrement *keyincrement.Store
 	Postcard     *postcard.Store
 	Append       *appendlist.Store
+
+	// atomicWords: aligned 8-byte writes must be atomic stores (Append head
+	// words, which readers poll).
+	atomicWords bool
 }
 
 // Notification is the immediate of a write with immediate, delivered when the
@@ -90,7 +94,7 @@ func open(d Descriptor, index uint16, rc region.Config, logger *slog.Logger) (*S
 	if err != nil {
 		return nil, fmt.Errorf("map region: %w", err)
 	}
-	s := &Store{Descriptor: d, Index: index, Region: r}
+	s := &Store{Descriptor: d, Index: index, Region: r, atomicWords: d.Primitive == dta.Append}
 	switch d.Primitive {
 	case dta.KeyWrite:
 		s.KeyWrite, err = keywrite.NewStore(d.KeyWrite, r)
@@ -148,41 +152,99 @@ var (
 )
 
 // Apply applies ops in order to the stores' regions. An 8-byte write at an
-// 8-aligned offset is a single atomic store (as an RDMA NIC places it), so
-// readers polling a header word never see it torn. It stops at the first op
-// that cannot be applied (nothing of that op is written) and returns its error.
+// 8-aligned offset into an Append store is a single atomic store (as an RDMA
+// NIC places it), so readers polling a head word never see it torn; other
+// writes are plain copies (a Key-Write query re-checks the value it voted
+// for, a Postcarding query the whole chunk), which unlike atomic stores do not
+// wait for their cache misses one at a time. Fetch-and-adds are atomic; when a
+// call carries several, Apply first loads every counter they target, so that
+// the cache misses overlap instead of each stalling a locked instruction, and
+// then adds with a compare-and-swap from the value loaded (an atomic add if
+// the counter changed meanwhile). It stops at the first op that cannot be
+// applied (nothing of that op is written) and returns its error.
 func (c *Catalog) Apply(ops []memop.Op) error {
+	var bytes uint64
+	for start := 0; start < len(ops); start += prefetchWindow {
+		window := ops[start:min(start+prefetchWindow, len(ops))]
+		var olds [prefetchWindow]uint64
+		prefetched := len(ops) > 1 && c.loadCounters(window, &olds)
+		for i := range window {
+			op := &window[i]
+			if int(op.Store) >= len(c.stores) {
+				c.applied(uint64(start+i), bytes)
+				c.stats.Rejected.Add(1)
+				return ErrNoStore
+			}
+			s := c.stores[op.Store]
+			var err error
+			switch op.Kind {
+			case memop.Write, memop.WriteImm:
+				switch {
+				case len(op.Data) != 8:
+					err = s.Region.Write(op.Offset, op.Data)
+				case s.atomicWords && op.Offset%8 == 0:
+					err = s.Region.Store64(op.Offset, leUint64(op.Data))
+				default:
+					err = s.Region.Write64(op.Offset, leUint64(op.Data))
+				}
+				if err == nil && op.Kind == memop.WriteImm {
+					c.notify(Notification{Store: s.Name, Offset: op.Offset, Imm: op.Imm})
+				}
+			case memop.FetchAdd:
+				err = addTo(s.Region, op, olds[i], prefetched)
+			default:
+				err = ErrOpKind
+			}
+			if err != nil {
+				c.applied(uint64(start+i), bytes)
+				c.stats.Rejected.Add(1)
+				return fmt.Errorf("store %s offset %d: %w", s.Name, op.Offset, err)
+			}
+			bytes += op.Len()
+		}
+	}
+	c.applied(uint64(len(ops)), bytes)
+	return nil
+}
+
+// prefetchWindow is how many ops Apply looks ahead to load counters.
+const prefetchWindow = 64
+
+// loadCounters loads the counter of every fetch-and-add of ops into olds (an
+// invalid one loads nothing; applying it fails in order). It reports whether
+// there was any.
+func (c *Catalog) loadCounters(ops []memop.Op, olds *[prefetchWindow]uint64) bool {
+	any := false
 	for i := range ops {
 		op := &ops[i]
-		if int(op.Store) >= len(c.stores) {
-			c.stats.Rejected.Add(1)
-			return ErrNoStore
+		if op.Kind != memop.FetchAdd || int(op.Store) >= len(c.stores) {
+			continue
 		}
-		s := c.stores[op.Store]
-		var err error
-		switch op.Kind {
-		case memop.Write, memop.WriteImm:
-			if len(op.Data) == 8 && op.Offset%8 == 0 {
-				err = s.Region.Store64(op.Offset, leUint64(op.Data))
-			} else {
-				err = s.Region.Write(op.Offset, op.Data)
-			}
-			if err == nil && op.Kind == memop.WriteImm {
-				c.notify(Notification{Store: s.Name, Offset: op.Offset, Imm: op.Imm})
-			}
-		case memop.FetchAdd:
-			_, err = s.Region.Add64(op.Offset, op.Delta)
-		default:
-			err = ErrOpKind
-		}
-		if err != nil {
-			c.stats.Rejected.Add(1)
-			return fmt.Errorf("store %s offset %d: %w", s.Name, op.Offset, err)
-		}
-		c.stats.Ops.Add(1)
-		c.stats.Bytes.Add(op.Len())
+		olds[i], _ = c.stores[op.Store].Region.Load64(op.Offset)
+		any = true
 	}
-	return nil
+	return any
+}
+
+// addTo applies a fetch-and-add: a compare-and-swap from old, loaded before,
+// when prefetched, falling back on an atomic add.
+func addTo(r *region.Region, op *memop.Op, old uint64, prefetched bool) error {
+	if prefetched {
+		swapped, _, err := r.CompareAndSwap64(op.Offset, old, old+op.Delta)
+		if err != nil || swapped {
+			return err
+		}
+	}
+	_, err := r.Add64(op.Offset, op.Delta)
+	return err
+}
+
+// applied counts n ops of bytes bytes applied by one Apply call.
+func (c *Catalog) applied(n, bytes uint64) {
+	if n > 0 {
+		c.stats.Ops.Add(n)
+		c.stats.Bytes.Add(bytes)
+	}
 }
 
 func leUint64(b []byte) uint64 {

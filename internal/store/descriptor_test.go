@@ -99,8 +99,8 @@ func TestDescribeFillsDefaults(t *testing.T) {
 		}
 	})
 	t.Run("an explicit min_value 0 and max_value are kept", func(t *testing.T) {
-		d, err := (&store.Config{Name: "pc", ID: 1, Primitive: "postcard", MinValue: u32(0), MaxValue: u32(0xFFFFFFFE), Hash: "crc32c", Chunks: 1000}).Describe()
-		if err != nil || d.Postcard.MinValue != 0 || d.Postcard.MaxValue != 0xFFFFFFFE || d.Postcard.Chunks != 1000 || d.Postcard.Hash != hashing.CRC32C {
+		d, err := (&store.Config{Name: "pc", ID: 1, Primitive: "postcard", MinValue: u32(0), MaxValue: u32(0xFFFFFFFD), Hash: "crc32c", Chunks: 1000}).Describe()
+		if err != nil || d.Postcard.MinValue != 0 || d.Postcard.MaxValue != 0xFFFFFFFD || d.Postcard.Chunks != 1000 || d.Postcard.Hash != hashing.CRC32C {
 			t.Errorf("Describe = %+v, %v", d.Postcard, err)
 		}
 	})

@@ -17,22 +17,41 @@ var errHopValueSize = errors.New("hop value wider than a slot")
 
 // Worker translates datagrams for one goroutine. It owns its decoder state and
 // op buffers, so Handle allocates nothing; it is not safe for concurrent use.
+//
+// The ops of Key-Write and Key-Increment reports (stateless translations) are
+// collected over a datagram and applied in one sink call at its end (or every
+// maxPendingOps), so that the sink can overlap their cache misses; Postcarding
+// and Append apply their ops under their flow's or list's lock as they come.
 type Worker struct {
-	t     *Translator
-	dec   dta.Decoder
-	dg    dta.Datagram
-	r     dta.Report
-	batch *memop.Batch
-	reply [dta.AckLen]byte
-	stats Stats
+	t       *Translator
+	dec     dta.Decoder
+	dg      dta.Datagram
+	r       dta.Report
+	batch   *memop.Batch // stateful primitives' ops, applied at once
+	pending *memop.Batch // stateless primitives' ops, applied per datagram
+	kb      [4]byte      // a compat key's hashed bytes
+	reply   [dta.AckLen]byte
+	stats   Stats
+
+	// Reports translated since the counts were last published to stats
+	// (once per datagram: an atomic add per report would cost more than the
+	// translation of a Key-Write), and those whose ops wait in pending.
+	applied   [dta.NumPrimitives]uint64
+	inPending [dta.NumPrimitives]uint64
+	dgFrom    netip.AddrPort // the datagram being handled: its reporter and arrival, for logs
+	dgNow     int64
 }
+
+// maxPendingOps bounds the stateless ops collected before they are applied.
+const maxPendingOps = 512
 
 // NewWorker returns a worker bound to t.
 func (t *Translator) NewWorker() *Worker {
 	w := &Worker{
-		t:     t,
-		dec:   dta.Decoder{Legacy: t.cfg.LegacyHeader},
-		batch: memop.NewBatch(64, 32<<10),
+		t:       t,
+		dec:     dta.Decoder{Legacy: t.cfg.LegacyHeader},
+		batch:   memop.NewBatch(64, 32<<10),
+		pending: memop.NewBatch(maxPendingOps+dta.MaxRedundancy, (maxPendingOps+dta.MaxRedundancy)*8),
 	}
 	t.mu.Lock()
 	t.workers = append(t.workers, w)
@@ -45,6 +64,8 @@ func (t *Translator) NewWorker() *Worker {
 // returned slice is valid until the next Handle.
 func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 	w.stats.Datagrams.Add(1)
+	w.dgFrom, w.dgNow = from, now
+	defer w.publish()
 	derr := w.dec.Decode(b, &w.dg)
 	h := w.dg.Header
 	// A retransmittable datagram takes part in sequence tracking as soon as
@@ -84,6 +105,7 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 			}
 		}
 	}
+	w.flushPending()
 	if h.Retransmit() {
 		return w.ack(h.Seq, false)
 	}
@@ -108,26 +130,25 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 	}
 	d := &w.t.stores[idx]
 	key := r.Key
-	var kb [4]byte
 	switch p {
 	case dta.KeyWrite:
 		if !r.Opcode.Extended() {
-			kb = keywrite.CompatKey(r.Key32())
-			key = kb[:]
+			w.kb = keywrite.CompatKey(r.Key32())
+			key = w.kb[:]
 		}
-		w.batch.Reset()
-		if err := d.KeyWrite.Translate(w.batch, idx, key, r.Value, int(r.Redundancy), imm); err != nil {
+		if err := d.KeyWrite.Translate(w.pending, idx, key, r.Value, int(r.Redundancy), imm); err != nil {
 			return err
 		}
-		err = w.apply()
+		w.queued(p)
+		return nil
 	case dta.KeyIncrement:
 		if !r.Opcode.Extended() {
-			kb = keywrite.CompatKey(r.Key32())
-			key = kb[:]
+			w.kb = keywrite.CompatKey(r.Key32())
+			key = w.kb[:]
 		}
-		w.batch.Reset()
-		d.KeyIncrement.Translate(w.batch, idx, key, r.Delta)
-		err = w.apply()
+		d.KeyIncrement.Translate(w.pending, idx, key, r.Delta)
+		w.queued(p)
+		return nil
 	case dta.Postcard:
 		// Compat postcard keys are hashed as their big-endian wire bytes, which
 		// r.Key already is.
@@ -142,16 +163,51 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 	if err != nil {
 		return err
 	}
-	w.stats.Reports[p].Add(1)
+	w.applied[p]++
 	return nil
 }
 
-func (w *Worker) apply() error {
-	w.stats.Ops.Add(uint64(len(w.batch.Ops)))
-	if err := w.t.sink.Apply(w.batch.Ops); err != nil {
-		return errSinkWrap{err}
+// queued counts a stateless report whose ops wait in pending, and applies
+// them when enough have gathered.
+func (w *Worker) queued(p dta.Primitive) {
+	w.applied[p]++
+	w.inPending[p]++
+	if len(w.pending.Ops) >= maxPendingOps {
+		w.flushPending()
 	}
-	return nil
+}
+
+// flushPending applies the stateless reports' ops in one sink call. If the
+// sink refuses them, every report among them counts as dropped (reason
+// sink): a sink stops at the op it cannot apply, without saying which.
+func (w *Worker) flushPending() {
+	ops := w.pending.Ops
+	if len(ops) == 0 {
+		return
+	}
+	w.stats.Ops.Add(uint64(len(ops)))
+	err := w.t.sink.Apply(ops)
+	w.pending.Reset()
+	if err != nil {
+		var n uint64
+		for p, k := range w.inPending {
+			w.applied[p] -= k
+			n += k
+		}
+		w.stats.Drops[ReasonSink].Add(n - 1)
+		w.drop(errSinkWrap{err}, w.dgFrom, w.dgNow)
+	}
+	w.inPending = [dta.NumPrimitives]uint64{}
+}
+
+// publish adds the reports translated since the last call to the stats.
+func (w *Worker) publish() {
+	for p, n := range w.applied {
+		if n != 0 {
+			w.stats.Reports[p].Add(n)
+			w.applied[p] = 0
+		}
+	}
 }
 
 // errSinkWrap marks a sink error without allocating.

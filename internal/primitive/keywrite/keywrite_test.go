@@ -390,17 +390,3 @@ func TestTranslateAllocatesNothing(t *testing.T) {
 		t.Errorf("Translate: %v allocs per report, want 0", allocs)
 	}
 }
-
-func BenchmarkTranslate(b *testing.B) {
-	spec := keywrite.Spec{Slots: 1 << 20, ValueSize: 4, MaxRedundancy: 4, Hash: hashing.CRC32}
-	batch := memop.NewBatch(4, 64)
-	val := make([]byte, 4)
-	b.ReportAllocs()
-	var k32 uint32
-	for b.Loop() {
-		batch.Reset()
-		k32++
-		key := keywrite.CompatKey(k32)
-		_ = spec.Translate(batch, 0, key[:], val, 2, false)
-	}
-}
