@@ -59,11 +59,14 @@ then look at the data:
 	root.SetFlagErrorFunc(flagUsageError)
 	root.AddCommand(
 		newUpCmd(),
+		newCollectorCmd(),
+		newTranslatorCmd(),
 		newReportCmd(),
 		newQueryCmd(),
 		newDecodeCmd(),
 		newPlanCmd(),
 		newSimulateCmd(),
+		newBenchCmd(),
 	)
 	return root
 }

@@ -2,21 +2,19 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
-	"sync/atomic"
+	"net/netip"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dta-go/dta/internal/collector"
 	"github.com/dta-go/dta/internal/config"
-	"github.com/dta-go/dta/internal/ingest"
+	"github.com/dta-go/dta/internal/memop"
 	"github.com/dta-go/dta/internal/metrics"
-	"github.com/dta-go/dta/internal/store"
-	"github.com/dta-go/dta/internal/translator"
+	"github.com/dta-go/dta/internal/uplink"
 )
 
 type upOptions struct {
@@ -26,6 +24,9 @@ type upOptions struct {
 	printConfig bool
 	demo        bool
 	demoRate    float64
+	sink        string
+	rdma        string
+	rdmaChanged bool
 }
 
 func newUpCmd() *cobra.Command {
@@ -39,9 +40,12 @@ stores, and the collector answering queries, /metrics and /healthz on HTTP
 :8040. Without --config it uses the embedded defaults: one default store per
 primitive, named after it (keywrite, keyincrement, postcard, append).
 
---demo also runs a built-in reporter, so data flows at once.`,
+--demo also runs a built-in reporter, so data flows at once. --sink roce puts
+real RoCEv2 between the two halves (a software RDMA responder on loopback),
+exactly as dta collector and dta translator do across machines.`,
 		Example: `  dta up
   dta up --demo
+  dta up --sink roce --demo            # translator → RoCEv2 → collector, one process
   dta up --config dta.yaml
   dta up --print-config > dta.yaml     # start a config from the defaults
   dta up --listen 127.0.0.1:41000 --http 127.0.0.1:8041`,
@@ -56,6 +60,12 @@ primitive, named after it (keywrite, keyincrement, postcard, append).
 			}
 			if cmd.Flags().Changed("http") {
 				f.Collector.HTTP = o.http
+			}
+			if cmd.Flags().Changed("sink") {
+				f.Translator.Sink = o.sink
+			}
+			if o.rdmaChanged = cmd.Flags().Changed("rdma"); o.rdmaChanged {
+				f.Collector.RDMA = o.rdma
 			}
 			if err := f.Validate(); err != nil {
 				return usageError("%v", err)
@@ -79,6 +89,8 @@ primitive, named after it (keywrite, keyincrement, postcard, append).
 	fl.StringVar(&o.listen, "listen", ":40040", "UDP address for DTA reports (overrides translator.listen)")
 	fl.StringVar(&o.http, "http", ":8040", "HTTP address for queries, /metrics, /healthz (overrides collector.http)")
 	fl.BoolVar(&o.printConfig, "print-config", false, "print the effective configuration as YAML and exit")
+	fl.StringVar(&o.sink, "sink", "local", "how the translator reaches the stores: local (in-process) or roce (RoCEv2 over UDP, both halves in this process)")
+	fl.StringVar(&o.rdma, "rdma", "127.0.0.1:0", "with --sink roce: the responder's UDP address (default: a free loopback port)")
 	fl.BoolVar(&o.demo, "demo", false, "also run a built-in reporter sending reports of every primitive")
 	fl.Float64Var(&o.demoRate, "demo-rate", 200, "reports per second of the --demo reporter")
 	return cmd
@@ -111,81 +123,102 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	if err != nil {
 		return usageError("%v", err)
 	}
-	// The translator is made after the collector (it writes into the
-	// collector's stores); a reset through the API reaches it through trp.
-	var trp atomic.Pointer[translator.Translator]
-	afterReset := func(s *store.Store) {
-		if tr := trp.Load(); tr != nil && s.Append != nil {
-			for l := range s.Append.Spec().Lists {
-				tr.ResumeAppend(int(s.Index), l, 0)
-			}
+	roce := f.Translator.Sink == "roce"
+	var late lateTranslator
+	ccfg := collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs, AfterReset: late.afterReset}
+	if roce {
+		// Both halves in one process, over real UDP on loopback.
+		rc := f.ResponderConfig()
+		if !o.rdmaChanged {
+			rc.Addr = "127.0.0.1:0"
 		}
+		ccfg.RDMA = &rc
 	}
-	col, err := collector.New(collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs, AfterReset: afterReset}, logger)
+	col, err := collector.New(ccfg, logger)
 	if err != nil {
 		return err
 	}
 	defer col.Close()
-	cat := col.Catalog()
-	tr, err := translator.New(f.TranslatorConfig(), cat.Descriptors(), cat, logger)
-	if err != nil {
-		return err
+	g := newGroup(ctx)
+	// The collector stops last, after the translator wrote out what it held
+	// (with --sink roce those writes cross the collector's responder).
+	colCtx, colStop := context.WithCancel(context.Background())
+	defer colStop()
+	colDone := make(chan error, 1)
+	go func() {
+		err := col.Run(colCtx)
+		if err != nil {
+			g.cancel()
+		}
+		colDone <- err
+	}()
+	stopCollector := func() error {
+		colStop()
+		return <-colDone
 	}
-	trp.Store(tr)
-	// Stores outlive nothing here (regions are new), but resume anyway so the
-	// rule "a translator starts from the published heads" holds everywhere.
-	for _, s := range cat.Stores() {
-		if s.Append != nil {
-			for l := range s.Append.Spec().Lists {
-				if h, err := s.Append.Head(l); err == nil {
-					tr.ResumeAppend(int(s.Index), l, h)
-				}
-			}
+
+	var sink memop.Sink = col.Catalog()
+	descs = col.Catalog().Descriptors()
+	if roce {
+		addr := col.RDMAAddr()
+		if addr.Addr().IsUnspecified() {
+			addr = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), addr.Port())
+		}
+		rq, err := f.RequesterConfig(addr)
+		if err != nil {
+			return err
+		}
+		up, err := uplink.Dial(g.ctx, rq, logger)
+		if err != nil {
+			g.cancel()
+			g.wait()
+			stopCollector()
+			return err
+		}
+		defer up.Close()
+		sink, descs = up.Sink(), up.Descriptors()
+		watchUplink(g, up, &late)
+		if err := col.Metrics().Register(metrics.Requester{R: up.Requester()}); err != nil {
+			return err
 		}
 	}
-	in, err := ingest.New(f.IngestConfig(), tr, logger)
+	st, err := newTranslatorStack(f, descs, sink, logger)
 	if err != nil {
+		g.cancel()
+		g.wait()
+		stopCollector()
 		return err
 	}
-	if err := col.Metrics().Register(metrics.Translator{T: tr, Listener: in.Listener()}); err != nil {
+	late.p.Store(st)
+	if err := col.Metrics().Register(st.metrics()); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "dta up: reports on udp %s, queries on http://%s (metrics /metrics, health /healthz)\n",
-		in.LocalAddr(), col.HTTPAddr())
+	fmt.Fprintf(out, "dta up: reports on udp %s, queries on http://%s (metrics /metrics, health /healthz), sink %s\n",
+		st.in.LocalAddr(), col.HTTPAddr(), f.Translator.Sink)
 	fmt.Fprintf(out, "try:    dta report keywrite --key 1 --value 42 && dta query keywrite --key 1\n")
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 3)
-	run := func(name string, fn func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				errs <- fmt.Errorf("%s: %w", name, err)
-			}
-			cancel()
-		}()
-	}
-	run("translator", in.Run)
-	run("collector", col.Run)
+	g.run("translator", st.in.Run)
 	if o.demo {
-		run("demo", func(ctx context.Context) error {
-			return runDemo(ctx, in.LocalAddr(), o.demoRate, out, logger)
+		g.run("demo", func(ctx context.Context) error {
+			return runDemo(ctx, st.in.LocalAddr(), o.demoRate, out, logger)
 		})
 	}
-	<-ctx.Done()
-	in.Close()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		return err
+	<-g.ctx.Done()
+	st.in.Close()
+	err = g.wait()
+	if f, ok := sink.(interface{ Flush(context.Context) error }); ok {
+		fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if ferr := f.Flush(fctx); ferr != nil {
+			logger.Warn("ops not acknowledged at shutdown", "err", ferr)
+		}
+		cancel()
 	}
-	st := tr.Stats()
+	if cerr := stopCollector(); cerr != nil && err == nil {
+		err = cerr
+	}
+	s := st.tr.Stats()
 	fmt.Fprintf(out, "dta up: stopped after %d datagrams, %d reports applied, %d dropped\n",
-		st.Datagrams, sum(st.Reports[:]), st.Dropped())
-	return nil
+		s.Datagrams, sum(s.Reports[:]), s.Dropped())
+	return err
 }
 
 func sum(v []uint64) uint64 {

@@ -1,7 +1,9 @@
 // Package collector is the composition root of the DTA collector: it maps the
 // configured stores, serves the query API, Prometheus /metrics and /healthz
-// over HTTP, and offers its stores as the local sink for an in-process
-// translator. It owns no primitive logic and never decodes reports.
+// over HTTP, runs the software RoCEv2 responder that remote translators write
+// through (advertising the stores to each), and offers its stores as the local
+// sink for an in-process translator. It owns no primitive logic and never
+// decodes reports.
 package collector
 
 import (
@@ -12,12 +14,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/dta-go/dta/internal/metrics"
 	"github.com/dta-go/dta/internal/query"
+	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/wire/dta"
 )
 
 // Config is the collector's configuration.
@@ -28,6 +33,10 @@ type Config struct {
 	// AfterReset is called after a store is reset through the query API, so
 	// that an in-process translator can restart its Append heads. Optional.
 	AfterReset func(*store.Store)
+	// RDMA, when set, runs the software RoCEv2 responder: every store is
+	// registered as a memory region and advertised to each translator that
+	// connects. Nil: the stores are reachable only in-process (local sink).
+	RDMA *rdma.ResponderConfig
 }
 
 // Collector is a running collector.
@@ -37,6 +46,7 @@ type Collector struct {
 	query  *query.Server
 	ln     net.Listener
 	srv    *http.Server
+	resp   *rdma.Responder
 	logger *slog.Logger
 	start  time.Time
 }
@@ -65,12 +75,65 @@ func New(cfg Config, logger *slog.Logger) (*Collector, error) {
 	if err := c.reg.Register(metrics.Query{S: c.query.Stats()}); err != nil {
 		return nil, err
 	}
+	if cfg.RDMA != nil {
+		if err := c.startResponder(*cfg.RDMA); err != nil {
+			ln.Close()
+			cat.Close()
+			return nil, err
+		}
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", c.query.Handler())
 	mux.Handle("GET /metrics", c.reg.Handler())
 	mux.HandleFunc("GET /healthz", c.healthz)
 	c.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	return c, nil
+}
+
+// startResponder registers every store as a memory region of a new
+// responder and advertises them; immediates become catalogue notifications.
+func (c *Collector) startResponder(rc rdma.ResponderConfig) error {
+	resp, err := rdma.NewResponder(rc, c.logger)
+	if err != nil {
+		return fmt.Errorf("collector: rdma responder: %w", err)
+	}
+	var adv []store.Advertised
+	for _, s := range c.cat.Stores() {
+		access := rdma.AccessRemoteWrite
+		if s.Primitive == dta.KeyIncrement {
+			access |= rdma.AccessRemoteAtomic
+		}
+		mr, err := resp.RegisterMR(s.Name, s.Region, access)
+		if err != nil {
+			resp.Close()
+			return fmt.Errorf("collector: register store %s: %w", s.Name, err)
+		}
+		adv = append(adv, store.Advertised{Descriptor: s.Descriptor, VA: mr.VA, RKey: mr.RKey, Length: mr.Length})
+	}
+	b, err := store.AppendAdvertisement(nil, adv)
+	if err != nil {
+		resp.Close()
+		return fmt.Errorf("collector: %w", err)
+	}
+	resp.SetAdvertisement(b)
+	resp.OnImmediate(func(im rdma.Immediate) {
+		c.cat.Notify(store.Notification{Store: im.MR, Offset: im.Offset, Imm: im.Imm})
+	})
+	if err := c.reg.Register(metrics.Responder{R: resp}); err != nil {
+		resp.Close()
+		return err
+	}
+	c.resp = resp
+	return nil
+}
+
+// RDMAAddr is the address the RoCEv2 responder listens on (invalid when the
+// collector runs without one).
+func (c *Collector) RDMAAddr() netip.AddrPort {
+	if c.resp == nil {
+		return netip.AddrPort{}
+	}
+	return c.resp.LocalAddr()
 }
 
 // Catalog returns the stores; it is also the local sink.
@@ -92,29 +155,58 @@ func (c *Collector) healthz(w http.ResponseWriter, _ *http.Request) {
 	})
 }
 
-// Run serves HTTP until ctx is done, then shuts the server down gracefully
-// (open long-polls get up to 5 s).
+// Run serves HTTP (and the RoCEv2 responder, if any) until ctx is done or
+// one of them fails, then shuts the HTTP server down gracefully (open
+// long-polls get up to 5 s).
 func (c *Collector) Run(ctx context.Context) error {
-	errc := make(chan error, 1)
-	go func() { errc <- c.srv.Serve(c.ln) }()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- c.srv.Serve(c.ln) }()
+	var respDone chan error // nil without a responder: never ready
+	if c.resp != nil {
+		respDone = make(chan error, 1)
+		go func() { respDone <- c.resp.Run(ctx) }()
+		c.logger.Info("rdma responder listening", "addr", c.resp.LocalAddr().String())
+	}
 	c.logger.Info("collector serving", "http", c.ln.Addr().String(), "stores", len(c.cat.Stores()))
+	var runErr error
 	select {
-	case err := <-errc:
-		return fmt.Errorf("collector: http: %w", err)
+	case err := <-httpDone:
+		runErr = fmt.Errorf("collector: http: %w", err)
+		httpDone = nil
+	case err := <-respDone:
+		if err != nil {
+			runErr = fmt.Errorf("collector: rdma responder: %w", err)
+		}
+		respDone = nil
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := c.srv.Shutdown(sctx)
-	if e := <-errc; !errors.Is(e, http.ErrServerClosed) && err == nil {
-		err = e
+	cancel()
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	if err := c.srv.Shutdown(sctx); err != nil && runErr == nil {
+		runErr = err
 	}
-	return err
+	if httpDone != nil {
+		if err := <-httpDone; !errors.Is(err, http.ErrServerClosed) && runErr == nil {
+			runErr = err
+		}
+	}
+	if respDone != nil {
+		if err := <-respDone; err != nil && !errors.Is(err, context.Canceled) && runErr == nil {
+			runErr = fmt.Errorf("collector: rdma responder: %w", err)
+		}
+	}
+	return runErr
 }
 
 // Close unmaps the stores. Call it after Run has returned and every writer
 // (translator) has stopped.
 func (c *Collector) Close() error {
 	c.ln.Close()
+	if c.resp != nil {
+		c.resp.Close()
+	}
 	return c.cat.Close()
 }

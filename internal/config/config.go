@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"regexp"
 	"runtime"
@@ -21,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dta-go/dta/internal/ingest"
+	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/internal/translator"
@@ -49,6 +51,7 @@ type Log struct {
 // Collector configures the collector side.
 type Collector struct {
 	HTTP      string `yaml:"http"`
+	RDMA      string `yaml:"rdma"`
 	HugePages string `yaml:"hugepages"`
 	Prefault  bool   `yaml:"prefault"`
 }
@@ -56,6 +59,9 @@ type Collector struct {
 // Translator configures the translator side.
 type Translator struct {
 	Listen           string         `yaml:"listen"`
+	Sink             string         `yaml:"sink"`
+	Collector        string         `yaml:"collector"`
+	HTTP             string         `yaml:"http"`
 	Readers          int            `yaml:"readers"`
 	BatchSize        int            `yaml:"batch_size"`
 	RecvBuffer       store.ByteSize `yaml:"recv_buffer"`
@@ -173,6 +179,17 @@ func (f *File) Validate() error {
 	if f.Collector.HTTP == "" {
 		return errors.New("collector.http: empty")
 	}
+	if f.Collector.RDMA == "" {
+		return errors.New("collector.rdma: empty")
+	}
+	if f.Translator.Sink != "local" && f.Translator.Sink != "roce" {
+		return fmt.Errorf("translator.sink: %q (want local or roce)", f.Translator.Sink)
+	}
+	if f.Translator.Collector != "" {
+		if _, err := netip.ParseAddrPort(f.Translator.Collector); err != nil {
+			return fmt.Errorf("translator.collector: %q: want IP:PORT, e.g. 192.0.2.10:4791", f.Translator.Collector)
+		}
+	}
 	if err := f.TranslatorConfig().Validate(); err != nil {
 		return fmt.Errorf("translator.%w", err)
 	}
@@ -237,3 +254,24 @@ func (f *File) Descriptors() ([]store.Descriptor, error) { return store.Describe
 
 // Marshal renders the configuration as YAML.
 func (f *File) Marshal() ([]byte, error) { return yaml.Marshal(f) }
+
+// ResponderConfig is the collector's RoCEv2 responder configuration.
+func (f *File) ResponderConfig() rdma.ResponderConfig {
+	c := rdma.DefaultResponderConfig()
+	c.Addr = f.Collector.RDMA
+	return c
+}
+
+// RequesterConfig is the translator's RoCEv2 requester configuration towards
+// the collector at addr (translator.collector when addr is invalid).
+func (f *File) RequesterConfig(addr netip.AddrPort) (rdma.RequesterConfig, error) {
+	c := rdma.DefaultRequesterConfig()
+	if !addr.IsValid() {
+		if f.Translator.Collector == "" {
+			return c, errors.New("translator.collector: no collector address (set it, or pass --collector IP:4791)")
+		}
+		addr = netip.MustParseAddrPort(f.Translator.Collector)
+	}
+	c.Collector = addr
+	return c, c.Validate()
+}

@@ -6,12 +6,15 @@ package metrics
 
 import (
 	"net/http"
+	"strconv"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dta-go/dta/internal/query"
+	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/internal/translator"
 	"github.com/dta-go/dta/internal/transport/udp"
@@ -222,3 +225,96 @@ func (c Query) Collect(ch chan<- prometheus.Metric) {
 	gauge(ch, qPolls, float64(c.S.LongPolls.Load()))
 	gauge(ch, qStreams, float64(c.S.Streams.Load()))
 }
+
+// counterList exports a fixed list of atomic counters.
+type counterList []struct {
+	d *prometheus.Desc
+	v *atomic.Uint64
+}
+
+func (l counterList) describe(ch chan<- *prometheus.Desc) {
+	for _, c := range l {
+		ch <- c.d
+	}
+}
+
+func (l counterList) collect(ch chan<- prometheus.Metric) {
+	for _, c := range l {
+		counter(ch, c.d, c.v.Load())
+	}
+}
+
+// Responder exports a software RoCEv2 responder's counters.
+type Responder struct{ R *rdma.Responder }
+
+func (c Responder) list() counterList {
+	s := c.R.Stats()
+	return counterList{
+		{desc("rdma_responder_packets_total", "RoCEv2 datagrams received."), &s.Packets},
+		{desc("rdma_responder_bad_icrc_total", "RoCEv2 packets dropped for a wrong ICRC."), &s.BadICRC},
+		{desc("rdma_responder_malformed_total", "RoCEv2 packets dropped as undecodable."), &s.Malformed},
+		{desc("rdma_responder_unknown_qp_total", "RoCEv2 packets for no connected QP."), &s.UnknownQP},
+		{desc("rdma_responder_duplicates_total", "Duplicate requests re-ACKed, never re-executed."), &s.Duplicates},
+		{desc("rdma_responder_out_of_sequence_total", "Requests after a PSN gap, dropped."), &s.OutOfSequence},
+		{desc("rdma_responder_writes_total", "RDMA WRITE messages executed."), &s.Writes},
+		{desc("rdma_responder_write_bytes_total", "Bytes placed by RDMA WRITEs."), &s.WriteBytes},
+		{desc("rdma_responder_atomics_total", "Atomics executed."), &s.Atomics},
+		{desc("rdma_responder_atomic_replays_total", "Duplicate atomics answered from the saved value."), &s.AtomicReplays},
+		{desc("rdma_responder_acks_total", "ACKs sent."), &s.ACKs},
+		{desc("rdma_responder_nak_sequence_total", "NAK PSN sequence error sent."), &s.NAKSequence},
+		{desc("rdma_responder_nak_invalid_request_total", "NAK invalid request sent."), &s.NAKInvalidRequest},
+		{desc("rdma_responder_nak_remote_access_total", "NAK remote access error sent."), &s.NAKRemoteAccess},
+		{desc("rdma_responder_reject_rkey_total", "Requests with an unknown R_Key."), &s.RejectRKey},
+		{desc("rdma_responder_reject_bounds_total", "Requests outside their memory region."), &s.RejectBounds},
+		{desc("rdma_responder_reject_rights_total", "Requests the memory region's access rights forbid."), &s.RejectRights},
+		{desc("rdma_responder_reject_misaligned_total", "Atomics not 8-byte aligned."), &s.RejectMisaligned},
+		{desc("rdma_responder_cm_requests_total", "CM connection requests received."), &s.CMRequests},
+		{desc("rdma_responder_cm_established_total", "Connections established."), &s.CMReadyToUse},
+		{desc("rdma_responder_cm_disconnects_total", "Disconnect requests received."), &s.CMDisconnects},
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c Responder) Describe(ch chan<- *prometheus.Desc) {
+	c.list().describe(ch)
+	ch <- rdmaQPs
+}
+
+var rdmaQPs = desc("rdma_responder_qp_expected_psn", "Next request PSN each responder QP expects.", "qpn", "peer")
+
+// Collect implements prometheus.Collector.
+func (c Responder) Collect(ch chan<- prometheus.Metric) {
+	c.list().collect(ch)
+	for _, qp := range c.R.QPs() {
+		gauge(ch, rdmaQPs, float64(qp.ExpectedPSN), strconv.FormatUint(uint64(qp.QPN), 10), qp.Peer.String())
+	}
+}
+
+// Requester exports a RoCEv2 requester's (a remote translator's) counters.
+type Requester struct{ R *rdma.Requester }
+
+func (c Requester) list() counterList {
+	s := c.R.Stats()
+	return counterList{
+		{desc("rdma_requester_writes_total", "RDMA WRITE ops sent."), &s.Writes},
+		{desc("rdma_requester_fetch_adds_total", "FETCH_ADD ops sent."), &s.FetchAdds},
+		{desc("rdma_requester_refused_total", "Ops refused before sending (unknown target, out of range, misaligned)."), &s.Refused},
+		{desc("rdma_requester_packets_total", "RoCEv2 packets sent (first transmission)."), &s.Packets},
+		{desc("rdma_requester_bytes_total", "RoCEv2 bytes sent (first transmission)."), &s.Bytes},
+		{desc("rdma_requester_retransmits_total", "Packets resent (go-back-N)."), &s.Retransmits},
+		{desc("rdma_requester_timeouts_total", "ACK timeouts."), &s.Timeouts},
+		{desc("rdma_requester_window_full_total", "Times Apply waited for the send window."), &s.WindowFull},
+		{desc("rdma_requester_nak_sequence_total", "NAK PSN sequence error received."), &s.NAKSequence},
+		{desc("rdma_requester_nak_remote_access_total", "NAK remote access error received."), &s.NAKRemoteAccess},
+		{desc("rdma_requester_ops_failed_total", "Ops the responder refused, dropped."), &s.OpsFailed},
+		{desc("rdma_requester_ops_lost_total", "Packets unacknowledged when a connection went down."), &s.OpsLost},
+		{desc("rdma_requester_connects_total", "Connections established."), &s.Connects},
+		{desc("rdma_requester_reconnects_total", "Connections lost."), &s.Reconnect},
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c Requester) Describe(ch chan<- *prometheus.Desc) { c.list().describe(ch) }
+
+// Collect implements prometheus.Collector.
+func (c Requester) Collect(ch chan<- prometheus.Metric) { c.list().collect(ch) }

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dta-go/dta/internal/config"
+	"github.com/dta-go/dta/internal/ingest"
+	"github.com/dta-go/dta/internal/memop"
+	"github.com/dta-go/dta/internal/metrics"
+	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/internal/translator"
+	"github.com/dta-go/dta/internal/uplink"
+)
+
+// translatorStack is a translator behind its UDP ingest.
+type translatorStack struct {
+	tr *translator.Translator
+	in *ingest.Ingest
+}
+
+// newTranslatorStack builds the translator over descs writing to sink and
+// binds its report sockets.
+func newTranslatorStack(f *config.File, descs []store.Descriptor, sink memop.Sink, logger *slog.Logger) (*translatorStack, error) {
+	tr, err := translator.New(f.TranslatorConfig(), descs, sink, logger)
+	if err != nil {
+		return nil, err
+	}
+	in, err := ingest.New(f.IngestConfig(), tr, logger)
+	if err != nil {
+		return nil, err
+	}
+	return &translatorStack{tr: tr, in: in}, nil
+}
+
+// metrics returns the translator's Prometheus collector.
+func (s *translatorStack) metrics() metrics.Translator {
+	return metrics.Translator{T: s.tr, Listener: s.in.Listener()}
+}
+
+// restartAppendHeads sets every Append list's head to 0: the stores behind
+// the translator are new and empty.
+func (s *translatorStack) restartAppendHeads() {
+	for i, d := range s.tr.Stores() {
+		if w := s.tr.AppendWriter(i); w != nil {
+			for l := range d.Append.Lists {
+				w.Resume(l, 0)
+			}
+		}
+	}
+}
+
+// lateTranslator lets a callback made before the translator exists reach it.
+type lateTranslator struct{ p atomic.Pointer[translatorStack] }
+
+func (l *lateTranslator) afterReset(s *store.Store) {
+	if st := l.p.Load(); st != nil && s.Append != nil {
+		for list := range s.Append.Spec().Lists {
+			st.tr.ResumeAppend(int(s.Index), list, 0)
+		}
+	}
+}
+
+// group runs functions until the first fails or ctx is done, then cancels
+// the rest and returns the first error.
+type group struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	err    error
+}
+
+func newGroup(ctx context.Context) *group {
+	g := &group{}
+	g.ctx, g.cancel = context.WithCancel(ctx)
+	return g
+}
+
+func (g *group) run(name string, fn func(context.Context) error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := fn(g.ctx); err != nil && !errors.Is(err, context.Canceled) {
+			g.mu.Lock()
+			if g.err == nil {
+				g.err = fmt.Errorf("%s: %w", name, err)
+			}
+			g.mu.Unlock()
+		}
+		g.cancel()
+	}()
+}
+
+func (g *group) wait() error {
+	<-g.ctx.Done()
+	g.wg.Wait()
+	return g.err
+}
+
+// watchUplink restarts the translator's Append heads when the collector
+// restarts, and stops the group when the uplink cannot go on.
+func watchUplink(g *group, up *uplink.Uplink, late *lateTranslator) {
+	up.OnRestart(func() {
+		if st := late.p.Load(); st != nil {
+			st.restartAppendHeads()
+		}
+	})
+	g.run("uplink", func(ctx context.Context) error {
+		select {
+		case err := <-up.Fatal():
+			return err
+		case <-ctx.Done():
+			return nil
+		}
+	})
+}

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dta-go/dta/internal/config"
+	"github.com/dta-go/dta/internal/metrics"
+	"github.com/dta-go/dta/internal/uplink"
+)
+
+func newTranslatorCmd() *cobra.Command {
+	var configPath, collectorAddr, listen, httpAddr string
+	cmd := &cobra.Command{
+		Use:   "translator",
+		Short: "Run the translator: DTA reports in, RoCEv2 writes to a collector out",
+		Long: `translator receives DTA reports on UDP :40040 and turns them into RDMA
+WRITE, WRITE with immediate and FETCH_ADD operations (RoCEv2) into a remote
+collector's memory. It connects to the collector's responder, learns the
+stores (names, geometry, addresses, keys) from the collector's advertisement,
+and reconnects when the collector restarts. /metrics and /healthz are served
+on HTTP :8041.`,
+		Example: `  dta translator --collector 192.0.2.10:4791
+  dta translator --collector 127.0.0.1:4791 --listen :40040 --http :8041
+  dta translator --config dta.yaml        # translator.collector set in the file`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := loadConfig(configPath)
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("collector") {
+				f.Translator.Collector = collectorAddr
+			}
+			if cmd.Flags().Changed("listen") {
+				f.Translator.Listen = listen
+			}
+			if cmd.Flags().Changed("http") {
+				f.Translator.HTTP = httpAddr
+			}
+			if err := f.Validate(); err != nil {
+				return usageError("%v", err)
+			}
+			if f.Translator.Collector == "" {
+				return usageError("translator: give the collector's RoCEv2 address with --collector IP:4791")
+			}
+			return runTranslator(cmd.Context(), f, newLogger(f, cmd.ErrOrStderr()), cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&configPath, "config", "c", "", "YAML configuration file (default: the embedded defaults)")
+	fl.StringVar(&collectorAddr, "collector", "", "the collector's RoCEv2 address IP:PORT (overrides translator.collector)")
+	fl.StringVar(&listen, "listen", ":40040", "UDP address for DTA reports (overrides translator.listen)")
+	fl.StringVar(&httpAddr, "http", ":8041", "HTTP address for /metrics and /healthz (overrides translator.http)")
+	return cmd
+}
+
+func runTranslator(ctx context.Context, f *config.File, logger *slog.Logger, out io.Writer) error {
+	rq, err := f.RequesterConfig(netip.AddrPort{})
+	if err != nil {
+		return usageError("%v", err)
+	}
+	up, err := uplink.Dial(ctx, rq, logger)
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	st, err := newTranslatorStack(f, up.Descriptors(), up.Sink(), logger)
+	if err != nil {
+		return err
+	}
+	var late lateTranslator
+	late.p.Store(st)
+	reg := metrics.NewRegistry()
+	if err := reg.Register(st.metrics()); err != nil {
+		return err
+	}
+	if err := reg.Register(metrics.Requester{R: up.Requester()}); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.Translator.HTTP)
+	if err != nil {
+		return fmt.Errorf("translator: listen for metrics on %s: %w", f.Translator.HTTP, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", reg.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		status, code := "ok", http.StatusOK
+		if !up.Requester().Connected() {
+			status, code = "collector unreachable", http.StatusServiceUnavailable
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "collector": f.Translator.Collector, "stores": len(up.Descriptors())})
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	g := newGroup(ctx)
+	watchUplink(g, up, &late)
+	g.run("metrics", func(ctx context.Context) error {
+		go func() { <-ctx.Done(); srv.Close() }()
+		if err := srv.Serve(ln); err != http.ErrServerClosed {
+			return err
+		}
+		return nil
+	})
+	fmt.Fprintf(out, "dta translator: reports on udp %s, RoCEv2 to %s (%d stores), metrics on http://%s\n",
+		st.in.LocalAddr(), f.Translator.Collector, len(up.Descriptors()), ln.Addr())
+	g.run("translator", st.in.Run)
+	<-g.ctx.Done()
+	st.in.Close()
+	err = g.wait()
+	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if ferr := up.Flush(fctx); ferr != nil {
+		logger.Warn("ops not acknowledged at shutdown", "err", ferr)
+	}
+	s := st.tr.Stats()
+	fmt.Fprintf(out, "dta translator: stopped after %d datagrams, %d reports applied, %d dropped\n",
+		s.Datagrams, sum(s.Reports[:]), s.Dropped())
+	return err
+}

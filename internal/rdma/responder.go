@@ -1,0 +1,387 @@
+package rdma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/dta-go/dta/internal/ratelog"
+	"github.com/dta-go/dta/internal/region"
+	"github.com/dta-go/dta/internal/wire/roce"
+)
+
+// Immediate is the completion of an RDMA WRITE with immediate, delivered
+// to the function set with [Responder.OnImmediate] after the bytes landed.
+type Immediate struct {
+	QPN    uint32 // the responder QP that received it
+	MR     string // name of the MR written ("" for a zero-length write)
+	Offset uint64 // offset of the write's first byte in the MR
+	Length uint64 // bytes written
+	Imm    uint32 // the immediate value
+}
+
+// QPInfo is a snapshot of one responder QP, for metrics and debugging.
+type QPInfo struct {
+	QPN         uint32         // local QP number
+	RemoteQPN   uint32         // the requester's QP number
+	Peer        netip.AddrPort // the requester's address
+	Established bool           // RTU (or a first packet) received
+	ExpectedPSN uint32         // next request PSN expected
+	MSN         uint32         // messages completed, mod 2^24
+	PMTU        int            // path MTU in bytes
+}
+
+// Responder is a software RoCEv2 responder: the collector side of DTA,
+// doing what an RDMA NIC does for remote writes and atomics into
+// registered memory regions. Create it with [NewResponder], register
+// regions, then call [Responder.Run].
+type Responder struct {
+	cfg     ResponderConfig
+	logger  *slog.Logger
+	s       *sock
+	rx      *rxq
+	capture *capture
+	stats   ResponderStats
+	guid    uint64
+	limiter *ratelog.Limiter
+
+	regMu sync.Mutex // serialises MR registration
+	mrs   atomic.Pointer[mrTable]
+	adv   atomic.Pointer[[]byte]
+	onImm atomic.Pointer[func(Immediate)]
+
+	mu     sync.Mutex // guards everything below; held per receive batch
+	tx     *txq
+	qps    map[uint32]*qp
+	byPeer map[netip.AddrPort]*qp
+	dirty  []*qp // QPs with an ACK to send at the end of the batch
+	pkt    roce.Packet
+	cm     roce.CM
+	cmOut  roce.CM
+	mad    []byte
+	now    int64
+	shut   bool // Close has begun: packets are ignored
+
+	// startPSN, if set, picks the responder's starting PSNs (tests of the
+	// 24-bit wrap).
+	startPSN func() uint32
+
+	running   atomic.Bool
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Log keys of the responder's rate-limited warnings.
+const (
+	logAccess = iota
+	logCM
+	logRead
+	logKeys
+)
+
+// maxHeaders is the most header and trailer bytes of a request packet:
+// BTH, RETH, ImmDt, pad and ICRC.
+const maxHeaders = roce.BTHLen + roce.RETHLen + roce.ImmDtLen + 3 + roce.ICRCLen
+
+// NewResponder binds the responder's socket. logger may be nil.
+func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s, err := listenSock(cfg.Addr, cfg.RecvBuffer, 0)
+	if err != nil {
+		return nil, err
+	}
+	capt, err := newCapture(cfg.Capture, macResponder, macRequester)
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("rdma: capture: %w", err)
+	}
+	r := &Responder{
+		cfg:     cfg,
+		logger:  logger,
+		s:       s,
+		rx:      newRxq(s, cfg.BatchSize, cfg.MTU+maxHeaders+1),
+		capture: capt,
+		guid:    randomU64(),
+		limiter: ratelog.New(logger, logKeys, 10*time.Second),
+		tx:      newTxq(s, cfg.BatchSize, 320),
+		qps:     make(map[uint32]*qp),
+		byPeer:  make(map[netip.AddrPort]*qp),
+		mad:     make([]byte, 0, roce.MADLen),
+		done:    make(chan struct{}),
+	}
+	r.mrs.Store(&mrTable{byKey: map[uint32]*mr{}, byName: map[string]*mr{}, nextVA: newVABase()})
+	empty := []byte{}
+	r.adv.Store(&empty)
+	logger.Info("rdma responder listening", "addr", s.local.String(), "max_mtu", cfg.MTU, "max_qps", cfg.MaxQPs)
+	return r, nil
+}
+
+// LocalAddr returns the address the responder is bound to, with the port
+// the kernel chose when the configured one was 0.
+func (r *Responder) LocalAddr() netip.AddrPort { return r.s.local }
+
+// Stats returns the responder's live counters.
+func (r *Responder) Stats() *ResponderStats { return &r.stats }
+
+// RegisterMR makes region reg reachable by remote requests carrying the
+// returned RKey, at addresses VA..VA+Length-1, with the given rights. It
+// may be called before or while Run runs.
+func (r *Responder) RegisterMR(name string, reg *region.Region, access Access) (MR, error) {
+	if reg == nil || reg.Size() == 0 {
+		return MR{}, fmt.Errorf("rdma: register MR %q: empty region", name)
+	}
+	if access == 0 || access&^(AccessRemoteWrite|AccessRemoteAtomic) != 0 {
+		return MR{}, fmt.Errorf("rdma: register MR %q: access %v", name, access)
+	}
+	r.regMu.Lock()
+	defer r.regMu.Unlock()
+	t, m, err := r.mrs.Load().register(name, reg, access)
+	if err != nil {
+		return MR{}, fmt.Errorf("rdma: register MR: %w", err)
+	}
+	r.mrs.Store(t)
+	r.logger.Info("rdma MR registered", "name", name, "va", fmt.Sprintf("%#x", m.VA), "length", m.Length, "access", access.String())
+	return m, nil
+}
+
+// DeregisterMR removes the MR called name: later requests naming its RKey
+// get NAK remote access error. A multi-packet WRITE already under way
+// completes.
+func (r *Responder) DeregisterMR(name string) error {
+	r.regMu.Lock()
+	defer r.regMu.Unlock()
+	t, err := r.mrs.Load().deregister(name)
+	if err != nil {
+		return fmt.Errorf("rdma: deregister MR: %w", err)
+	}
+	r.mrs.Store(t)
+	return nil
+}
+
+// SetAdvertisement sets the bytes posted, as an RC SEND segmented by the
+// path MTU, to every connection right after it is established. They are
+// opaque to this package (the collector puts its store table there). The
+// slice is copied; connections already established keep what they got.
+func (r *Responder) SetAdvertisement(b []byte) {
+	c := append([]byte{}, b...)
+	r.adv.Store(&c)
+}
+
+// OnImmediate sets the function called, on the receive goroutine, for
+// every WRITE with immediate after its bytes landed. It must not block and
+// must not call the Responder's methods. nil removes it.
+func (r *Responder) OnImmediate(fn func(Immediate)) {
+	if fn == nil {
+		r.onImm.Store(nil)
+		return
+	}
+	r.onImm.Store(&fn)
+}
+
+// QPs returns a snapshot of the QP table.
+func (r *Responder) QPs() []QPInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]QPInfo, 0, len(r.qps))
+	for _, q := range r.qps {
+		out = append(out, QPInfo{
+			QPN: q.qpn, RemoteQPN: q.remoteQPN, Peer: q.peer, Established: q.state == qpEstablished,
+			ExpectedPSN: q.ePSN, MSN: q.msn, PMTU: q.pmtu,
+		})
+	}
+	return out
+}
+
+// Run receives and answers packets until ctx is done or Close is called,
+// then closes the responder. It returns nil on such a stop, or the error
+// that stopped the socket. It may be called once.
+func (r *Responder) Run(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return errors.New("rdma: Responder.Run called twice")
+	}
+	stop := context.AfterFunc(ctx, func() { r.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Go(r.timerLoop)
+	err := r.readLoop()
+	r.Close()
+	wg.Wait()
+	return err
+}
+
+// Close sends a DREQ to every established connection (best effort), so
+// that requesters reconnect at once, and closes the socket, which stops
+// Run. It is idempotent.
+func (r *Responder) Close() error {
+	r.closeOnce.Do(func() {
+		r.mu.Lock()
+		r.shut = true // no new connections between the DREQs and the close
+		for _, q := range r.qps {
+			if q.state == qpEstablished {
+				r.sendDREQ(q)
+			}
+		}
+		r.flush()
+		r.mu.Unlock()
+		close(r.done)
+		r.closeErr = r.s.close()
+	})
+	return r.closeErr
+}
+
+// crash closes the socket without a word to the peers, as a killed
+// process would (tests).
+func (r *Responder) crash() {
+	r.closeOnce.Do(func() {
+		close(r.done)
+		r.closeErr = r.s.close()
+	})
+}
+
+func (r *Responder) closing() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *Responder) readLoop() error {
+	for {
+		n, err := r.rx.read()
+		if err != nil {
+			if r.closing() {
+				return nil
+			}
+			r.stats.ReadErrors.Add(1)
+			if transientErr(err) {
+				if ok, sup := r.limiter.Allow(logRead, time.Now().UnixNano()); ok {
+					r.logger.Warn("rdma responder: read failed", "err", err, "suppressed", sup)
+				}
+				continue
+			}
+			return fmt.Errorf("rdma responder: %w", err)
+		}
+		r.stats.Batches.Add(1)
+		r.mu.Lock()
+		r.now = time.Now().UnixNano()
+		for i := range n {
+			b, from, dst, trunc := r.rx.get(i)
+			if trunc {
+				r.stats.Packets.Add(1)
+				r.stats.Truncated.Add(1)
+				continue
+			}
+			if !r.shut {
+				r.handle(b, from, dst)
+			}
+		}
+		r.flushACKs()
+		r.flush()
+		r.mu.Unlock()
+	}
+}
+
+func (r *Responder) timerLoop() {
+	tick := time.NewTicker(max(r.cfg.Timeout/4, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.done:
+			return
+		case <-tick.C:
+		}
+		r.mu.Lock()
+		r.now = time.Now().UnixNano()
+		r.expire()
+		r.flush()
+		r.mu.Unlock()
+	}
+}
+
+// flush sends the queued responses. Called with mu held.
+func (r *Responder) flush() {
+	before := r.tx.errs
+	_ = r.s.flush(r.tx)
+	if d := r.tx.errs - before; d > 0 {
+		r.stats.SendErrors.Add(d)
+	}
+}
+
+// queue adds a packet built in b (a tx scratch buffer or bytes that live
+// until the flush) to the send batch, from local to peer.
+func (r *Responder) queue(env *roce.Envelope, b []byte, to netip.AddrPort) {
+	r.capture.record(env, b, true)
+	r.tx.add(b, to, env.Src)
+	if r.tx.full() {
+		r.flush()
+	}
+}
+
+// handle processes one datagram. Called with mu held.
+func (r *Responder) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
+	st := &r.stats
+	st.Packets.Add(1)
+	st.Bytes.Add(uint64(len(b)))
+	if len(b) < roce.BTHLen+roce.ICRCLen {
+		st.Malformed.Add(1)
+		return
+	}
+	env := roce.Envelope{Src: from.Addr(), Dst: dst, SrcPort: from.Port(), DstPort: r.s.local.Port()}
+	if err := env.VerifyICRC(b); err != nil {
+		if err == roce.ErrICRC {
+			st.BadICRC.Add(1)
+		} else {
+			st.Malformed.Add(1)
+		}
+		return
+	}
+	p := &r.pkt
+	if err := p.Decode(b); err != nil {
+		st.Malformed.Add(1)
+		return
+	}
+	r.capture.record(&env, b, false)
+	if p.BTH.DestQP == roce.GSIQP {
+		r.handleCM(p, from, dst)
+		return
+	}
+	q := r.qps[p.BTH.DestQP]
+	if q == nil || q.peer != from {
+		st.UnknownQP.Add(1)
+		return
+	}
+	q.lastActive = r.now
+	r.handleRC(q, p)
+}
+
+// transientErr reports whether a socket error leaves the socket usable.
+func transientErr(err error) bool {
+	if errors.Is(err, net.ErrClosed) {
+		return false
+	}
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return false
+	}
+	switch errno {
+	case syscall.EINTR, syscall.EAGAIN, syscall.ECONNREFUSED, syscall.EHOSTUNREACH,
+		syscall.ENETUNREACH, syscall.ENOBUFS, syscall.ENOMEM:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,321 @@
+package rdma
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/dta-go/dta/internal/wire/roce"
+)
+
+// The passive side of the CM handshake and the advertisement SEND.
+//
+//	REQ ──▶ validate ──▶ REJ (bad service ID, transport, MTU; table full)
+//	                └──▶ new QP, REP ──▶ half-open ──RTU or first request──▶ established: post advertisement
+//	REQ again (same TID) ──▶ the same REP;  REQ from the same address, new TID ──▶ old QP dropped, fresh QP
+//	DREQ ──▶ DREP, QP dropped
+//
+// All of it runs with mu held.
+
+func (r *Responder) handleCM(p *roce.Packet, from netip.AddrPort, dst netip.Addr) {
+	st := &r.stats
+	if p.BTH.Opcode != roce.OpUDSendOnly || p.DETH.QKey != roce.GSIQKey {
+		st.CMDropped.Add(1)
+		return
+	}
+	if r.cm.Decode(p.Payload) != nil {
+		st.CMDropped.Add(1)
+		return
+	}
+	env := roce.Envelope{Src: dst, Dst: from.Addr(), SrcPort: r.s.local.Port(), DstPort: from.Port()}
+	tid := r.cm.Header.TID
+	switch r.cm.Header.AttrID {
+	case roce.AttrREQ:
+		r.onREQ(&r.cm.REQ, tid, from, &env)
+	case roce.AttrRTU:
+		q := r.byPeer[from]
+		if q == nil || r.cm.RTU.RemoteCommID != q.localCommID {
+			st.CMDropped.Add(1)
+			return
+		}
+		q.lastActive = r.now
+		if q.state == qpHalfOpen {
+			r.establish(q)
+		}
+	case roce.AttrDREQ:
+		st.CMDisconnects.Add(1)
+		d := &r.cm.DREQ
+		if q := r.byPeer[from]; q != nil && d.RemoteCommID == q.localCommID {
+			r.logger.Info("rdma responder: disconnected by peer", "peer", from.String(), "qpn", q.qpn)
+			r.destroy(q)
+		}
+		// A DREQ is always answered, even for a connection already gone.
+		m := &r.cmOut
+		*m = roce.CM{Header: roce.CMHeader(roce.AttrDREP, tid)}
+		m.DREP.LocalCommID = d.RemoteCommID
+		m.DREP.RemoteCommID = d.LocalCommID
+		r.sendCM(&env, m, from)
+	case roce.AttrREJ:
+		if q := r.byPeer[from]; q != nil && r.cm.REJ.RemoteCommID == q.localCommID {
+			r.destroy(q)
+			return
+		}
+		st.CMDropped.Add(1)
+	default: // DREP, MRA: nothing to do
+		st.CMDropped.Add(1)
+	}
+}
+
+func (r *Responder) onREQ(req *roce.ConnectRequest, tid uint64, from netip.AddrPort, env *roce.Envelope) {
+	st := &r.stats
+	st.CMRequests.Add(1)
+	if old := r.byPeer[from]; old != nil {
+		if old.tid == tid && old.remoteCommID == req.LocalCommID {
+			st.CMDuplicateRequests.Add(1)
+			r.queue(&old.out, old.rep, from)
+			return
+		}
+		// The requester restarted (or reconnects): its old QP is gone.
+		r.logger.Info("rdma responder: new REQ replaces a connection", "peer", from.String(), "old_qpn", old.qpn)
+		st.QPsReclaimed.Add(1)
+		r.destroy(old)
+	}
+	pmtu := req.PathMTU.Bytes()
+	switch {
+	case req.ServiceID != r.cfg.ServiceID:
+		st.CMRejectService.Add(1)
+		r.reject(env, req, tid, from, roce.RejectInvalidServiceID)
+		return
+	case req.TransportServiceType != 0:
+		st.CMRejectInvalid.Add(1)
+		r.reject(env, req, tid, from, roce.RejectInvalidTransportType)
+		return
+	case pmtu == 0 || pmtu > r.cfg.MTU:
+		st.CMRejectInvalid.Add(1)
+		r.reject(env, req, tid, from, roce.RejectInvalidMTU)
+		return
+	case len(r.qps) >= r.cfg.MaxQPs && !r.reclaim():
+		st.CMRejectResources.Add(1)
+		r.reject(env, req, tid, from, roce.RejectNoResources)
+		return
+	}
+	res := r.cfg.AtomicDepth
+	if d := int(req.InitiatorDepth); d > 0 && d < res {
+		res = d
+	}
+	q := &qp{
+		qpn:          r.newQPN(),
+		remoteQPN:    req.LocalQPN & roce.PSNMask,
+		peer:         from,
+		out:          *env,
+		pmtu:         pmtu,
+		created:      r.now,
+		lastActive:   r.now,
+		tid:          tid,
+		localCommID:  randomU32(),
+		remoteCommID: req.LocalCommID,
+		ePSN:         r.newPSN(),
+		advPSN:       req.StartingPSN & roce.PSNMask,
+		atomics:      make([]atomicResult, r.cfg.AtomicDepth),
+	}
+	m := &r.cmOut
+	*m = roce.CM{Header: roce.CMHeader(roce.AttrREP, tid)}
+	m.REP = roce.ConnectReply{
+		LocalCommID:        q.localCommID,
+		RemoteCommID:       req.LocalCommID,
+		LocalQPN:           q.qpn,
+		StartingPSN:        q.ePSN,
+		ResponderResources: uint8(res),
+		TargetACKDelay:     0,
+		RNRRetryCount:      7,
+		LocalCAGUID:        r.guid,
+	}
+	pkt := roce.CMPacket(0, m.AppendTo(r.mad[:0]))
+	q.rep = pkt.AppendTo(make([]byte, 0, pkt.Len()))
+	if q.out.Seal(q.rep) != nil {
+		return
+	}
+	r.qps[q.qpn] = q
+	r.byPeer[from] = q
+	st.QPs.Add(1)
+	st.CMReplies.Add(1)
+	r.queue(&q.out, q.rep, from)
+	r.logger.Info("rdma responder: connection requested", "peer", from.String(), "qpn", q.qpn,
+		"remote_qpn", q.remoteQPN, "pmtu", pmtu, "responder_resources", res)
+}
+
+// reject answers a REQ with a REJ.
+func (r *Responder) reject(env *roce.Envelope, req *roce.ConnectRequest, tid uint64, to netip.AddrPort, why roce.RejectReason) {
+	if ok, sup := r.limiter.Allow(logCM, r.now); ok {
+		r.logger.Warn("rdma responder: connection rejected", "peer", to.String(), "reason", why.String(), "suppressed", sup)
+	}
+	m := &r.cmOut
+	*m = roce.CM{Header: roce.CMHeader(roce.AttrREJ, tid)}
+	m.REJ.RemoteCommID = req.LocalCommID
+	m.REJ.MessageRejected = roce.CMMsgREQ
+	m.REJ.Reason = why
+	r.sendCM(env, m, to)
+}
+
+// sendCM queues the MAD m in a UD SEND to QP1.
+func (r *Responder) sendCM(env *roce.Envelope, m *roce.CM, to netip.AddrPort) {
+	pkt := roce.CMPacket(0, m.AppendTo(r.mad[:0]))
+	b := pkt.AppendTo(r.tx.buf())
+	if env.Seal(b) != nil {
+		return
+	}
+	r.queue(env, b, to)
+}
+
+func (r *Responder) sendDREQ(q *qp) {
+	m := &r.cmOut
+	*m = roce.CM{Header: roce.CMHeader(roce.AttrDREQ, randomU64())}
+	m.DREQ.LocalCommID = q.localCommID
+	m.DREQ.RemoteCommID = q.remoteCommID
+	m.DREQ.RemoteQPN = q.remoteQPN
+	r.sendCM(&q.out, m, q.peer)
+}
+
+func (r *Responder) newQPN() uint32 {
+	for {
+		n := randomU32() & roce.PSNMask
+		if n > roce.GSIQP && r.qps[n] == nil {
+			return n
+		}
+	}
+}
+
+func (r *Responder) newPSN() uint32 {
+	if r.startPSN != nil {
+		return r.startPSN() & roce.PSNMask
+	}
+	return randomU32() & roce.PSNMask
+}
+
+// reclaim drops the longest-idle QP if it has been idle for more than
+// IdleTimeout (half-open ones for more than HandshakeTimeout), making room
+// for a new connection.
+func (r *Responder) reclaim() bool {
+	var victim *qp
+	for _, q := range r.qps {
+		if victim == nil || q.lastActive < victim.lastActive {
+			victim = q
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	idle := time.Duration(r.now - victim.lastActive)
+	if victim.state == qpHalfOpen && idle > r.cfg.HandshakeTimeout ||
+		r.cfg.IdleTimeout > 0 && idle > r.cfg.IdleTimeout {
+		r.logger.Info("rdma responder: idle connection reclaimed", "peer", victim.peer.String(), "qpn", victim.qpn, "idle", idle)
+		r.stats.QPsReclaimed.Add(1)
+		r.destroy(victim)
+		return true
+	}
+	return false
+}
+
+func (r *Responder) destroy(q *qp) {
+	if q.dead {
+		return
+	}
+	q.dead = true
+	delete(r.qps, q.qpn)
+	if r.byPeer[q.peer] == q {
+		delete(r.byPeer, q.peer)
+	}
+	r.stats.QPs.Add(-1)
+}
+
+// establish completes the handshake of q and posts the advertisement.
+func (r *Responder) establish(q *qp) {
+	q.state = qpEstablished
+	r.stats.CMReadyToUse.Add(1)
+	adv := *r.adv.Load()
+	n := max(1, (len(adv)+q.pmtu-1)/q.pmtu)
+	q.adv = make([][]byte, n)
+	for i := range n {
+		op := roce.OpSendMiddle
+		switch {
+		case n == 1:
+			op = roce.OpSendOnly
+		case i == 0:
+			op = roce.OpSendFirst
+		case i == n-1:
+			op = roce.OpSendLast
+		}
+		chunk := adv[min(i*q.pmtu, len(adv)):min((i+1)*q.pmtu, len(adv))]
+		pkt := roce.Packet{
+			BTH:     roce.BTH{Opcode: op, PKey: roce.DefaultPKey, DestQP: q.remoteQPN, PSN: (q.advPSN + uint32(i)) & roce.PSNMask, AckReq: true},
+			Payload: chunk,
+		}
+		b := pkt.AppendTo(make([]byte, 0, pkt.Len()))
+		if q.out.Seal(b) != nil {
+			return
+		}
+		q.adv[i] = b
+	}
+	r.logger.Info("rdma responder: connection established", "peer", q.peer.String(), "qpn", q.qpn, "advertisement_bytes", len(adv))
+	r.pumpAdv(q)
+}
+
+// pumpAdv sends advertisement packets up to the window.
+func (r *Responder) pumpAdv(q *qp) {
+	for q.advNext < len(q.adv) && q.advNext-q.advUna < advWindow {
+		r.queue(&q.out, q.adv[q.advNext], q.peer)
+		q.advNext++
+		q.advSentAt = r.now
+	}
+}
+
+// advResponse handles the requester's ACK or NAK of advertisement packets.
+func (r *Responder) advResponse(q *qp, p *roce.Packet) {
+	if len(q.adv) == 0 {
+		return
+	}
+	idx := int((p.BTH.PSN - q.advPSN) & roce.PSNMask)
+	syn := p.AETH.Syndrome
+	switch {
+	case syn.IsACK():
+		if idx < len(q.adv) && idx >= q.advUna {
+			q.advUna = idx + 1
+			q.advNext = max(q.advNext, q.advUna)
+			q.advRetries = 0
+			q.advSentAt = r.now
+		}
+	case syn == roce.NAKPSNSequenceError:
+		if idx <= q.advNext && idx >= q.advUna {
+			q.advUna = idx
+			q.advNext = idx
+		}
+	default:
+		r.logger.Warn("rdma responder: advertisement refused by the requester", "peer", q.peer.String(), "nak", syn.String())
+		r.destroy(q)
+		return
+	}
+	r.pumpAdv(q)
+}
+
+// expire retransmits unacknowledged advertisement packets and drops
+// half-open QPs whose RTU never came.
+func (r *Responder) expire() {
+	for _, q := range r.qps {
+		age := time.Duration(r.now - q.created)
+		switch {
+		case q.state == qpHalfOpen && age > r.cfg.HandshakeTimeout:
+			r.stats.QPsTimedOut.Add(1)
+			r.destroy(q)
+		case q.state == qpEstablished && q.advUna < len(q.adv) && time.Duration(r.now-q.advSentAt) > r.cfg.Timeout:
+			q.advRetries++
+			if q.advRetries > r.cfg.Retries {
+				r.logger.Warn("rdma responder: advertisement never acknowledged; dropping the connection", "peer", q.peer.String(), "qpn", q.qpn)
+				r.stats.QPsTimedOut.Add(1)
+				r.destroy(q)
+				continue
+			}
+			r.stats.AdvertisementRetransmits.Add(uint64(min(q.advNext-q.advUna, advWindow)))
+			q.advNext = q.advUna
+			r.pumpAdv(q)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package rdma
+
+import "sync/atomic"
+
+// ResponderStats counts what a responder received, executed and answered.
+// Counters are live atomics; read them with Load at any time.
+type ResponderStats struct {
+	Packets   atomic.Uint64 // datagrams received
+	Bytes     atomic.Uint64 // their UDP payload bytes
+	Batches   atomic.Uint64 // receive calls that returned datagrams: Packets/Batches is the mean batch
+	Truncated atomic.Uint64 // datagrams longer than the largest packet, dropped
+	BadICRC   atomic.Uint64 // ICRC mismatch, silently dropped
+	Malformed atomic.Uint64 // not decodable (truncated, unknown opcode, bad pad, bad TVer), silently dropped
+	UnknownQP atomic.Uint64 // DestQP not connected, or connected to another address: silently dropped
+
+	Duplicates    atomic.Uint64 // requests with a PSN behind the expected one: re-ACKed, never re-executed
+	OutOfSequence atomic.Uint64 // requests with a PSN ahead of the expected one (a gap): dropped
+
+	Writes             atomic.Uint64 // RDMA WRITE messages executed (all packets placed)
+	WriteBytes         atomic.Uint64 // bytes placed by WRITEs
+	Atomics            atomic.Uint64 // FETCH_ADD / COMPARE_SWAP executed
+	AtomicReplays      atomic.Uint64 // duplicate atomics answered from the saved original value
+	AtomicReplayMisses atomic.Uint64 // duplicate atomics no longer in the history: dropped
+	Immediates         atomic.Uint64 // immediates delivered to OnImmediate
+
+	ACKs       atomic.Uint64 // ACKs sent (coalesced)
+	AtomicACKs atomic.Uint64 // ATOMIC ACKs sent, replays included
+
+	NAKSequence          atomic.Uint64 // NAK PSN sequence error sent (one per gap)
+	NAKInvalidRequest    atomic.Uint64 // NAK invalid request sent
+	NAKRemoteAccess      atomic.Uint64 // NAK remote access error sent
+	NAKRemoteOperational atomic.Uint64 // NAK remote operational error sent
+
+	// Why requests were refused (each also counted in one NAK counter).
+	RejectRKey       atomic.Uint64 // unknown R_Key
+	RejectRights     atomic.Uint64 // the MR lacks the access right
+	RejectBounds     atomic.Uint64 // VA..VA+len not inside the MR
+	RejectMisaligned atomic.Uint64 // atomic VA not 8-byte aligned
+	RejectLength     atomic.Uint64 // payload, pad or DMA length against PMTU and message
+	RejectOpcode     atomic.Uint64 // opcode not supported, or out of message sequence
+
+	CMRequests          atomic.Uint64 // REQs received
+	CMDuplicateRequests atomic.Uint64 // retransmitted REQs, answered with the saved REP
+	CMReplies           atomic.Uint64 // REPs sent (first time)
+	CMReadyToUse        atomic.Uint64 // connections established (RTU or first packet)
+	CMDisconnects       atomic.Uint64 // DREQs received
+	CMRejectService     atomic.Uint64 // REJ invalid service ID sent
+	CMRejectResources   atomic.Uint64 // REJ no resources (QP table full) sent
+	CMRejectInvalid     atomic.Uint64 // REJ for another bad REQ field (MTU, transport) sent
+	CMDropped           atomic.Uint64 // MADs ignored: not CM, bad Q_Key, unknown connection
+
+	QPs                      atomic.Int64  // QPs now in the table (half-open included)
+	QPsReclaimed             atomic.Uint64 // idle QPs dropped for a new REQ, or replaced by a REQ from the same address
+	QPsTimedOut              atomic.Uint64 // half-open QPs and unanswered advertisements given up
+	AdvertisementRetransmits atomic.Uint64 // advertisement packets resent
+
+	SendErrors atomic.Uint64 // datagrams the kernel refused to send
+	ReadErrors atomic.Uint64 // failed receive calls
+}
+
+// RequesterStats counts what a requester sent and what came back.
+type RequesterStats struct {
+	Writes    atomic.Uint64 // WRITE ops sent (first transmission)
+	WriteImms atomic.Uint64 // WRITE with immediate ops sent
+	FetchAdds atomic.Uint64 // FETCH_ADD ops sent
+	Refused   atomic.Uint64 // ops refused by Apply: unknown target, out of range, misaligned
+
+	Packets     atomic.Uint64 // RDMA packets sent (first transmission)
+	Bytes       atomic.Uint64 // their UDP payload bytes
+	Retransmits atomic.Uint64 // packets resent (go-back-N)
+	Timeouts    atomic.Uint64 // ACK timeouts that triggered a resend
+	WindowFull  atomic.Uint64 // times Apply waited for the window or the atomic limit
+	RateWaits   atomic.Uint64 // times Apply waited for the rate limiter
+
+	ACKs        atomic.Uint64 // ACKs received
+	AtomicACKs  atomic.Uint64 // ATOMIC ACKs received
+	LastAtomic  atomic.Uint64 // original value carried by the latest ATOMIC ACK
+	AtomicsLost atomic.Uint64 // FETCH_ADDs acknowledged by a later ACK: executed, result unknown
+
+	NAKSequence          atomic.Uint64 // NAK PSN sequence error received
+	NAKInvalidRequest    atomic.Uint64 // NAK invalid request received
+	NAKRemoteAccess      atomic.Uint64 // NAK remote access error received
+	NAKRemoteOperational atomic.Uint64 // NAK remote operational error received
+	RNRNAKs              atomic.Uint64 // RNR NAKs received
+	OpsFailed            atomic.Uint64 // ops refused by the responder (class C NAK): dropped
+	OpsLost              atomic.Uint64 // packets unacknowledged when the connection went down
+
+	BadICRC   atomic.Uint64 // received packets with a wrong ICRC
+	Stray     atomic.Uint64 // received packets from another address, for another QP or undecodable
+	Connects  atomic.Uint64 // connections established, the first included
+	Reconnect atomic.Uint64 // connections lost (timeouts, DREQ, REJ)
+
+	InFlight atomic.Int64  // packets in the window now
+	SendPSN  atomic.Uint32 // next PSN to send
+	AckedPSN atomic.Uint32 // PSN of the oldest unacknowledged packet (= SendPSN when idle)
+
+	SendErrors atomic.Uint64 // datagrams the kernel refused to send
+	ReadErrors atomic.Uint64 // failed receive calls
+}
