@@ -55,7 +55,9 @@ func (s *translatorStack) restartAppendHeads() {
 }
 
 // lateTranslator lets a callback made before the translator exists reach it.
-type lateTranslator struct{ p atomic.Pointer[translatorStack] }
+type lateTranslator struct {
+	p atomic.Pointer[translatorStack]
+}
 
 func (l *lateTranslator) afterReset(s *store.Store) {
 	if st := l.p.Load(); st != nil && s.Append != nil {
