@@ -19,7 +19,7 @@ import (
 )
 
 func newTranslatorCmd() *cobra.Command {
-	var configPath, collectorAddr, listen, httpAddr string
+	var configPath, collectorAddr, listen, httpAddr, rdmaLocal string
 	cmd := &cobra.Command{
 		Use:   "translator",
 		Short: "Run the translator: DTA reports in, RoCEv2 writes to a collector out",
@@ -47,6 +47,9 @@ on HTTP :8041.`,
 			if cmd.Flags().Changed("http") {
 				f.Translator.HTTP = httpAddr
 			}
+			if cmd.Flags().Changed("rdma-local") {
+				f.Translator.RDMALocal = rdmaLocal
+			}
 			if err := f.Validate(); err != nil {
 				return usageError("%v", err)
 			}
@@ -61,6 +64,7 @@ on HTTP :8041.`,
 	fl.StringVar(&collectorAddr, "collector", "", "the collector's RoCEv2 address IP:PORT (overrides translator.collector)")
 	fl.StringVar(&listen, "listen", ":40040", "UDP address for DTA reports (overrides translator.listen)")
 	fl.StringVar(&httpAddr, "http", ":8041", "HTTP address for /metrics and /healthz (overrides translator.http)")
+	fl.StringVar(&rdmaLocal, "rdma-local", "", "UDP address the RoCEv2 requester sends from, e.g. IP:4791 as RDMA NICs do (overrides translator.rdma_local; default: any port)")
 	return cmd
 }
 

@@ -61,6 +61,7 @@ type Translator struct {
 	Listen           string         `yaml:"listen"`
 	Sink             string         `yaml:"sink"`
 	Collector        string         `yaml:"collector"`
+	RDMALocal        string         `yaml:"rdma_local"`
 	HTTP             string         `yaml:"http"`
 	Readers          int            `yaml:"readers"`
 	BatchSize        int            `yaml:"batch_size"`
@@ -273,5 +274,6 @@ func (f *File) RequesterConfig(addr netip.AddrPort) (rdma.RequesterConfig, error
 		addr = netip.MustParseAddrPort(f.Translator.Collector)
 	}
 	c.Collector = addr
+	c.Local = f.Translator.RDMALocal
 	return c, c.Validate()
 }

@@ -45,6 +45,11 @@ func (s *sock) setOptions(rcvbuf, sndbuf int) error {
 			set(unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO, "IP_MTU_DISCOVER")
 			set(unix.IPPROTO_IP, unix.IP_PKTINFO, 1, "IP_PKTINFO")
 		}
+		// RoCEv2 over IPv4 carries UDP checksum 0 (the ICRC protects the
+		// packet; rxe does the same). It also keeps captures on interfaces
+		// with checksum offload (veth) free of partial checksums. IPv6 keeps
+		// its mandatory checksum.
+		_ = unix.SetsockoptInt(f, unix.SOL_SOCKET, unix.SO_NO_CHECK, 1)
 		if rcvbuf > 0 && unix.SetsockoptInt(f, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvbuf) != nil {
 			set(unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf, "SO_RCVBUF")
 		}
