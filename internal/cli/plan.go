@@ -31,6 +31,9 @@ type planOptions struct {
 	memory       string
 	hash         string
 	output       string
+	simulate     bool
+	simSlots     string
+	seed         uint64
 }
 
 func newPlanCmd() *cobra.Command {
@@ -93,23 +96,27 @@ MiB, GiB, TiB (K, M, G, T are binary here) or plain bytes.`,
 	fl.StringVar(&o.memory, "memory", "", "rate this memory instead of planning one, e.g. 3GiB")
 	fl.StringVar(&o.hash, "hash", "crc32c", "slot hash: crc32c (any slot count) or crc32 (power-of-two slots)")
 	fl.StringVarP(&o.output, "output", "o", "table", "output `format`: table or json")
+	fl.BoolVar(&o.simulate, "simulate", false, "confirm each answer with a quick simulation over the production code (keywrite, postcard)")
+	fl.StringVar(&o.simSlots, "simulate-slots", "2^20", "largest store --simulate runs; larger stores are scaled down to it at the same load factor")
+	fl.Uint64Var(&o.seed, "seed", 1, "--simulate: random seed")
 	return cmd
 }
 
 // planReport is what dta plan prints as JSON: the question, then the rows.
 type planReport struct {
-	Mode         string  `json:"mode"` // "plan" or "capacity"
-	Primitive    string  `json:"primitive"`
-	Hash         string  `json:"hash"`
-	Keys         uint64  `json:"keys,omitempty"`
-	Memory       uint64  `json:"memory_bytes,omitempty"` // capacity: the memory given
-	Target       float64 `json:"target,omitempty"`       // plan
-	ValueSize    int     `json:"value_size,omitempty"`
-	ChecksumBits int     `json:"checksum_bits,omitempty"`
-	Hops         int     `json:"hops,omitempty"`
-	Values       uint64  `json:"values,omitempty"`
-	Rows         any     `json:"rows"`
-	BestN        *int    `json:"best_n,omitempty"` // plan: 0 if no N meets the target
+	Mode         string    `json:"mode"` // "plan" or "capacity"
+	Primitive    string    `json:"primitive"`
+	Hash         string    `json:"hash"`
+	Keys         uint64    `json:"keys,omitempty"`
+	Memory       uint64    `json:"memory_bytes,omitempty"` // capacity: the memory given
+	Target       float64   `json:"target,omitempty"`       // plan
+	ValueSize    int       `json:"value_size,omitempty"`
+	ChecksumBits int       `json:"checksum_bits,omitempty"`
+	Hops         int       `json:"hops,omitempty"`
+	Values       uint64    `json:"values,omitempty"`
+	Rows         any       `json:"rows"`
+	BestN        *int      `json:"best_n,omitempty"`    // plan: 0 if no N meets the target
+	Simulated    []planSim `json:"simulated,omitempty"` // --simulate
 }
 
 func runPlan(cmd *cobra.Command, o *planOptions) error {
@@ -192,10 +199,27 @@ func runPlan(cmd *cobra.Command, o *planOptions) error {
 			return usageError("%v", err)
 		}
 		rep.Mode, rep.Target, rep.Rows, rep.BestN = "plan", o.target, res.Rows, &res.BestN
+		if o.simulate {
+			var rows []planRowRates
+			for _, r := range res.Rows {
+				if r.MeetsTarget {
+					rows = append(rows, planRowRates{n: r.N, slots: r.Slots, rates: r.Rates})
+				}
+			}
+			if rep.Simulated, err = runPlanSims(cmd, o, d, rows); err != nil {
+				return err
+			}
+		}
 		if o.output == "json" {
 			return planJSON(cmd.OutOrStdout(), rep)
 		}
-		return planTable(cmd.OutOrStdout(), rep, res)
+		if err := planTable(cmd.OutOrStdout(), rep, res); err != nil {
+			return err
+		}
+		if o.simulate {
+			return planSimTable(cmd.OutOrStdout(), rep.Simulated)
+		}
+		return nil
 	}
 	if changed("target") {
 		return usageError("--target: applies when planning, not with --memory")
@@ -209,10 +233,27 @@ func runPlan(cmd *cobra.Command, o *planOptions) error {
 		return usageError("%v", err)
 	}
 	rep.Mode, rep.Memory, rep.Rows = "capacity", uint64(mem), res.Rows
+	if o.simulate {
+		var rows []planRowRates
+		for _, row := range res.Rows {
+			for _, r := range row.Ages {
+				rows = append(rows, planRowRates{n: row.N, slots: row.Slots, rates: r})
+			}
+		}
+		if rep.Simulated, err = runPlanSims(cmd, o, d, rows); err != nil {
+			return err
+		}
+	}
 	if o.output == "json" {
 		return planJSON(cmd.OutOrStdout(), rep)
 	}
-	return capacityTable(cmd.OutOrStdout(), rep, res)
+	if err := capacityTable(cmd.OutOrStdout(), rep, res); err != nil {
+		return err
+	}
+	if o.simulate {
+		return planSimTable(cmd.OutOrStdout(), rep.Simulated)
+	}
+	return nil
 }
 
 func planJSON(w io.Writer, rep planReport) error {
