@@ -167,3 +167,43 @@ func TestCollectorAndTranslatorWorkAsAPairAndSurviveACollectorRestart(t *testing
 		return nil
 	})
 }
+
+func TestSeveralTranslatorsWriteIntoOneCollector(t *testing.T) {
+	cfg := smallConfig(t)
+	col, _ := startCmd(t, collectorReady, "collector", "--config", cfg, "--rdma", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	var trs []string
+	for range 3 {
+		tr, _ := startCmd(t, translatorReady, "translator", "--config", cfg, "--collector", col[1],
+			"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0")
+		trs = append(trs, tr[1])
+	}
+	for i, addr := range trs {
+		conn, err := net.Dial("udp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		// Translator i writes key 20+i and adds i+1 to the shared counter 5.
+		conn.Write([]byte{1, 0, 0, 2, 0, 0, 0, byte(20 + i), 0, 0, 0, byte(200 + i)})
+		conn.Write([]byte{3, 0, 0, 4, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, byte(i + 1)})
+	}
+	eventually(t, "every translator's reports land in the one collector", func() error {
+		for i := range trs {
+			var r struct {
+				ValueU32 uint32 `json:"value_u32"`
+			}
+			getJSON(t, fmt.Sprintf("%s/v1/stores/keywrite/keywrite?key=%d&n=2", col[2], 20+i), &r)
+			if r.ValueU32 != uint32(200+i) {
+				return fmt.Errorf("key %d: %d", 20+i, r.ValueU32)
+			}
+		}
+		var c struct {
+			Count uint64 `json:"count"`
+		}
+		getJSON(t, col[2]+"/v1/stores/keyincrement/keyincrement?key=5", &c)
+		if c.Count != 6 {
+			return fmt.Errorf("shared counter %d, want 1+2+3", c.Count)
+		}
+		return nil
+	})
+}
