@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -18,61 +15,15 @@ import (
 	"time"
 )
 
-// startUp runs `dta up` on loopback ports picked by the kernel and returns the
-// UDP report address and the HTTP base URL.
+var upReady = regexp.MustCompile(`reports on udp (\S+), queries on (http://\S+) `)
+
+// startUp runs `dta up` with unit-test sized stores on loopback ports picked
+// by the kernel and returns the UDP report address and the HTTP base URL.
 func startUp(t *testing.T, extra ...string) (udpAddr, base string) {
 	t.Helper()
-	cfg := filepath.Join(t.TempDir(), "dta.yaml")
-	// Small stores, no prefault: unit-test sized.
-	if err := os.WriteFile(cfg, []byte(`
-collector:
-  prefault: false
-translator:
-  readers: 2
-  recv_buffer: 4MiB
-stores:
-  - {name: keywrite, id: 1, primitive: keywrite, default: true, slots: 4096, value_size: 4, redundancy: 4}
-  - {name: keyincrement, id: 2, primitive: keyincrement, default: true, slots: 4096, redundancy: 4}
-  - {name: postcard, id: 3, primitive: postcard, default: true, chunks: 1024, hops: 5, redundancy: 2}
-  - {name: append, id: 4, primitive: append, default: true, lists: 4, capacity: 64, entry_size: 4, batch: 4}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	args := append([]string{"up", "--config", cfg, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"}, extra...)
-	go func() { done <- Run(ctx, args, nil, pw, io.Discard); pw.Close() }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != 0 {
-				t.Errorf("dta up exited with %d", code)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("dta up did not stop within 10s of cancellation")
-		}
-	})
-	re := regexp.MustCompile(`reports on udp (\S+), queries on (http://\S+) `)
-	lines := bufio.NewScanner(pr)
-	found := make(chan []string, 1)
-	go func() {
-		for lines.Scan() {
-			if m := re.FindStringSubmatch(lines.Text()); m != nil {
-				found <- m
-				break
-			}
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	select {
-	case m := <-found:
-		return m[1], m[2]
-	case <-time.After(10 * time.Second):
-		t.Fatal("dta up did not print its addresses")
-	}
-	return "", ""
+	args := append([]string{"up", "--config", smallConfig(t), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"}, extra...)
+	m, _ := startCmd(t, upReady, args...)
+	return m[1], m[2]
 }
 
 func getJSON(t *testing.T, url string, v any) int {
