@@ -44,7 +44,7 @@ bench() {
 
 if want ceil; then
     {
-        for m in w r rb; do
+        for m in w r rb rbp rpp; do
             rep env GOMAXPROCS=1 taskset -c 0 "$LIMITS/bin/go-randmem" -mode $m -d 16 -mib 4096 -pages thp -secs $SECS
         done
         rep taskset -c 0 "$LIMITS/bin/crc.test" -test.run XXX -test.bench . -test.benchtime 1s
@@ -87,6 +87,6 @@ fi
 
 if want e2e; then
     "$OUT/dta" bench --repeat 3 --json "$OUT/e2e.json" | tee "$OUT/e2e.txt"
-    "$OUT/dta" bench --repeat 3 --primitive keywrite,append --mode multi/recvmmsg --readers 2 --senders 1 \
-        --json "$OUT/e2e-readers2.json" | tee "$OUT/e2e-readers2.txt"
+    "$OUT/dta" bench --repeat 3 --primitive keywrite,append --mode multi/recvmmsg --readers 2 --senders 2 \
+        --json "$OUT/e2e-2x2.json" | tee "$OUT/e2e-2x2.txt"
 fi

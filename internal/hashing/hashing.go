@@ -107,6 +107,17 @@ func (a Algorithm) Key(key []byte) Keyed {
 // Checksum is the 32-bit key checksum stored beside a value.
 func (k Keyed) Checksum() uint32 { return k.checksum }
 
+// Checksum is a.Key(key).Checksum() without the slot hashes' work.
+func (a Algorithm) Checksum(key []byte) uint32 {
+	switch a {
+	case CRC32:
+		return ieeeTable.update(0, key)
+	case CRC32C:
+		return crc32cUpdate(0, key)
+	}
+	return 0
+}
+
 // Slot is the raw 32-bit hash of copy n (0 ≤ n < MaxCopies); reduce it with
 // Reduce to get a slot index.
 func (k Keyed) Slot(n int) uint32 {
@@ -248,6 +259,13 @@ func (t *slicing8) update(crc uint32, p []byte) uint32 {
 		crc = t[0][p[7]] ^ t[1][p[6]] ^ t[2][p[5]] ^ t[3][p[4]] ^
 			t[4][crc>>24] ^ t[5][crc>>16&0xFF] ^ t[6][crc>>8&0xFF] ^ t[7][crc&0xFF]
 		p = p[8:]
+	}
+	if len(p) >= 4 {
+		// One slicing-by-4 step: four independent lookups instead of a
+		// chain of four (a compat key is exactly this step).
+		crc ^= binary.LittleEndian.Uint32(p)
+		crc = t[0][crc>>24] ^ t[1][crc>>16&0xFF] ^ t[2][crc>>8&0xFF] ^ t[3][crc&0xFF]
+		p = p[4:]
 	}
 	for _, v := range p {
 		crc = t[0][byte(crc)^v] ^ crc>>8

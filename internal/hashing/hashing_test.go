@@ -120,6 +120,11 @@ func TestMatchesStandardLibrary(t *testing.T) {
 			if got, want := hashing.CRC32C.Key(key).Checksum(), crc32.Checksum(key, castagnoli); got != want {
 				t.Fatalf("len %d: crc32c checksum = %#08x, want %#08x", n, got, want)
 			}
+			for _, a := range []hashing.Algorithm{hashing.CRC32, hashing.CRC32C, 0} {
+				if got, want := a.Checksum(key), a.Key(key).Checksum(); got != want {
+					t.Fatalf("len %d: %v Checksum = %#08x, Key().Checksum() = %#08x", n, a, got, want)
+				}
+			}
 			k := hashing.CRC32.Key(key)
 			for s := range hashing.MaxCopies {
 				want := crc32.ChecksumIEEE(append(key[:n:n], byte(s)))

@@ -53,6 +53,24 @@ func BenchmarkRandomStore64(b *testing.B) {
 	}
 }
 
+// BenchmarkRandomWrite64 measures random 8-byte plain stores (Write64, what
+// the local sink does for Key-Write slots) into the same region on
+// transparent huge pages, for comparison with the atomic Store64.
+func BenchmarkRandomWrite64(b *testing.B) {
+	r := newBenchRegion(b, HugePagesMadvise)
+	b.ReportAllocs()
+	b.SetBytes(8)
+	var off uint64
+	x := uint64(0x9E3779B97F4A7C15)
+	for b.Loop() {
+		off, x = nextWord(x)
+		if err := r.Write64(off, x); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mops/s")
+}
+
 // BenchmarkRandomWrite8 measures random 8-byte plain copies (Write) into the
 // same region on transparent huge pages, for comparison with the atomic store.
 func BenchmarkRandomWrite8(b *testing.B) {
@@ -74,8 +92,9 @@ func BenchmarkRandomWrite8(b *testing.B) {
 
 // BenchmarkRandomLoad measures random 8-byte loads from the 1 GiB region on
 // transparent huge pages through Slice (the path of Key-Write queries): one
-// at a time (naive: the loads of successive iterations still overlap), and in
-// batches whose addresses are computed first.
+// at a time (naive: the loads of successive iterations still overlap), in
+// batches whose addresses are computed first, and in batches prefetched
+// (Prefetch) before they are loaded.
 func BenchmarkRandomLoad(b *testing.B) {
 	r := newBenchRegion(b, HugePagesMadvise)
 	b.Run("naive", func(b *testing.B) {
@@ -91,6 +110,29 @@ func BenchmarkRandomLoad(b *testing.B) {
 			sum += binary.LittleEndian.Uint64(s)
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mops/s")
+		_ = sum
+	})
+	b.Run("prefetch32", func(b *testing.B) {
+		b.ReportAllocs()
+		var offs [32]uint64
+		var sum uint64
+		x := uint64(0x9E3779B97F4A7C15)
+		n := 0
+		for b.Loop() {
+			for i := range offs {
+				offs[i], x = nextWord(x)
+			}
+			r.Prefetch(offs[:])
+			for _, off := range offs {
+				s, err := r.Slice(off, 8)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum += binary.LittleEndian.Uint64(s)
+			}
+			n += len(offs)
+		}
+		b.ReportMetric(float64(n)/b.Elapsed().Seconds()/1e6, "Mops/s")
 		_ = sum
 	})
 	b.Run("batch32", func(b *testing.B) {

@@ -166,76 +166,116 @@ func (c *Catalog) Apply(ops []memop.Op) error {
 	var bytes uint64
 	for start := 0; start < len(ops); start += prefetchWindow {
 		window := ops[start:min(start+prefetchWindow, len(ops))]
-		var olds [prefetchWindow]uint64
-		prefetched := len(ops) > 1 && c.loadCounters(window, &olds)
-		for i := range window {
-			op := &window[i]
-			if int(op.Store) >= len(c.stores) {
-				c.applied(uint64(start+i), bytes)
-				c.stats.Rejected.Add(1)
-				return ErrNoStore
-			}
-			s := c.stores[op.Store]
-			var err error
-			switch op.Kind {
-			case memop.Write, memop.WriteImm:
-				switch {
-				case len(op.Data) != 8:
-					err = s.Region.Write(op.Offset, op.Data)
-				case s.atomicWords && op.Offset%8 == 0:
-					err = s.Region.Store64(op.Offset, leUint64(op.Data))
-				default:
-					err = s.Region.Write64(op.Offset, leUint64(op.Data))
-				}
-				if err == nil && op.Kind == memop.WriteImm {
-					c.notify(Notification{Store: s.Name, Offset: op.Offset, Imm: op.Imm})
-				}
-			case memop.FetchAdd:
-				err = addTo(s.Region, op, olds[i], prefetched)
-			default:
-				err = ErrOpKind
-			}
-			if err != nil {
-				c.applied(uint64(start+i), bytes)
-				c.stats.Rejected.Add(1)
-				return fmt.Errorf("store %s offset %d: %w", s.Name, op.Offset, err)
-			}
-			bytes += op.Len()
+		var err error
+		var n int
+		if len(ops) > 1 {
+			c.prefetch(window)
+		}
+		if len(ops) > 1 && hasFetchAdd(window) {
+			var olds [prefetchWindow]uint64
+			c.loadCounters(window, &olds)
+			n, err = c.apply(window, &olds, &bytes)
+		} else {
+			n, err = c.apply(window, nil, &bytes)
+		}
+		if err != nil {
+			c.applied(uint64(start+n), bytes)
+			c.stats.Rejected.Add(1)
+			return err
 		}
 	}
 	c.applied(uint64(len(ops)), bytes)
 	return nil
 }
 
+// apply applies ops (at most prefetchWindow) in order, adding the bytes each
+// touches to *bytes. olds, when not nil, holds the counters loaded for the
+// fetch-and-adds. It returns how many ops it applied before an error.
+func (c *Catalog) apply(ops []memop.Op, olds *[prefetchWindow]uint64, bytes *uint64) (int, error) {
+	for i := range ops {
+		op := &ops[i]
+		if int(op.Store) >= len(c.stores) {
+			return i, ErrNoStore
+		}
+		s := c.stores[op.Store]
+		var err error
+		switch op.Kind {
+		case memop.Write, memop.WriteImm:
+			switch {
+			case len(op.Data) != 8:
+				err = s.Region.Write(op.Offset, op.Data)
+			case s.atomicWords && op.Offset%8 == 0:
+				err = s.Region.Store64(op.Offset, leUint64(op.Data))
+			default:
+				err = s.Region.Write64(op.Offset, leUint64(op.Data))
+			}
+			if err == nil && op.Kind == memop.WriteImm {
+				c.notify(Notification{Store: s.Name, Offset: op.Offset, Imm: op.Imm})
+			}
+		case memop.FetchAdd:
+			if olds != nil {
+				err = addFrom(s.Region, op, olds[i])
+			} else {
+				_, err = s.Region.Add64(op.Offset, op.Delta)
+			}
+		default:
+			err = ErrOpKind
+		}
+		if err != nil {
+			return i, fmt.Errorf("store %s offset %d: %w", s.Name, op.Offset, err)
+		}
+		*bytes += op.Len()
+	}
+	return len(ops), nil
+}
+
 // prefetchWindow is how many ops Apply looks ahead to load counters.
 const prefetchWindow = 64
 
-// loadCounters loads the counter of every fetch-and-add of ops into olds (an
-// invalid one loads nothing; applying it fails in order). It reports whether
-// there was any.
-func (c *Catalog) loadCounters(ops []memop.Op, olds *[prefetchWindow]uint64) bool {
-	any := false
+// prefetch asks for the cache lines of every op of ops (at most
+// prefetchWindow) before any is applied, so that their misses overlap.
+func (c *Catalog) prefetch(ops []memop.Op) {
+	var offs [prefetchWindow]uint64
+	first := ops[0].Store
 	for i := range ops {
-		op := &ops[i]
-		if op.Kind != memop.FetchAdd || int(op.Store) >= len(c.stores) {
-			continue
+		if ops[i].Store != first {
+			return // a window over several stores: not worth sorting out
 		}
-		olds[i], _ = c.stores[op.Store].Region.Load64(op.Offset)
-		any = true
+		offs[i] = ops[i].Offset
 	}
-	return any
+	if int(first) < len(c.stores) {
+		c.stores[first].Region.Prefetch(offs[:len(ops)])
+	}
 }
 
-// addTo applies a fetch-and-add: a compare-and-swap from old, loaded before,
-// when prefetched, falling back on an atomic add.
-func addTo(r *region.Region, op *memop.Op, old uint64, prefetched bool) error {
-	if prefetched {
-		swapped, _, err := r.CompareAndSwap64(op.Offset, old, old+op.Delta)
-		if err != nil || swapped {
-			return err
+func hasFetchAdd(ops []memop.Op) bool {
+	for i := range ops {
+		if ops[i].Kind == memop.FetchAdd {
+			return true
 		}
 	}
-	_, err := r.Add64(op.Offset, op.Delta)
+	return false
+}
+
+// loadCounters loads the counter of every fetch-and-add of ops into olds (an
+// invalid one loads nothing; applying it fails in order).
+func (c *Catalog) loadCounters(ops []memop.Op, olds *[prefetchWindow]uint64) {
+	for i := range ops {
+		op := &ops[i]
+		if op.Kind == memop.FetchAdd && int(op.Store) < len(c.stores) {
+			olds[i], _ = c.stores[op.Store].Region.Load64(op.Offset)
+		}
+	}
+}
+
+// addFrom applies a fetch-and-add as a compare-and-swap from old, the value
+// loaded before, falling back on an atomic add if the counter changed since.
+func addFrom(r *region.Region, op *memop.Op, old uint64) error {
+	swapped, _, err := r.CompareAndSwap64(op.Offset, old, old+op.Delta)
+	if err != nil || swapped {
+		return err
+	}
+	_, err = r.Add64(op.Offset, op.Delta)
 	return err
 }
 

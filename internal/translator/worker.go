@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/dta-go/dta/internal/memop"
+	"github.com/dta-go/dta/internal/primitive/appendlist"
 	"github.com/dta-go/dta/internal/primitive/keywrite"
 	"github.com/dta-go/dta/internal/primitive/postcard"
 	"github.com/dta-go/dta/wire/dta"
@@ -20,8 +21,10 @@ var errHopValueSize = errors.New("hop value wider than a slot")
 //
 // The ops of Key-Write and Key-Increment reports (stateless translations) are
 // collected over a datagram and applied in one sink call at its end (or every
-// maxPendingOps), so that the sink can overlap their cache misses; Postcarding
-// and Append apply their ops under their flow's or list's lock as they come.
+// maxPendingOps), so that the sink can overlap their cache misses. Consecutive
+// Append entries of a datagram for one list are handed to the list's writer
+// together (one lock acquisition per run, not per entry). Postcarding applies
+// its ops under the flow's lock as they come.
 type Worker struct {
 	t       *Translator
 	dec     dta.Decoder
@@ -40,10 +43,24 @@ type Worker struct {
 	inPending [dta.NumPrimitives]uint64
 	dgFrom    netip.AddrPort // the datagram being handled: its reporter and arrival, for logs
 	dgNow     int64
+
+	run appendRun
 }
 
-// maxPendingOps bounds the stateless ops collected before they are applied.
-const maxPendingOps = 512
+// appendRun is a run of Append entries for one list, waiting to be added.
+type appendRun struct {
+	store   uint16
+	list    uint32
+	imm     bool
+	n       int
+	entries []byte // n entries back to back; capacity maxRunBytes
+}
+
+// Bounds of the work a worker holds back within a datagram.
+const (
+	maxPendingOps = 512     // stateless ops collected before they are applied
+	maxRunBytes   = 4 << 10 // Append entries collected for one list
+)
 
 // NewWorker returns a worker bound to t.
 func (t *Translator) NewWorker() *Worker {
@@ -52,6 +69,7 @@ func (t *Translator) NewWorker() *Worker {
 		dec:     dta.Decoder{Legacy: t.cfg.LegacyHeader},
 		batch:   memop.NewBatch(64, 32<<10),
 		pending: memop.NewBatch(maxPendingOps+dta.MaxRedundancy, (maxPendingOps+dta.MaxRedundancy)*8),
+		run:     appendRun{entries: make([]byte, 0, maxRunBytes)},
 	}
 	t.mu.Lock()
 	t.workers = append(t.workers, w)
@@ -105,6 +123,7 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 			}
 		}
 	}
+	w.flushRun()
 	w.flushPending()
 	if h.Retransmit() {
 		return w.ack(h.Seq, false)
@@ -158,13 +177,44 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 		}
 		err = w.t.cache.Add(&d.Postcard, idx, key, int(r.Hop), int(r.PathLen), v, imm, now, w.batch, w.t.sink)
 	case dta.Append:
-		err = w.t.writers[idx].Add(r.List, r.Value, imm, now, w.batch, w.t.sink)
+		spec := w.t.writers[idx].Spec()
+		switch {
+		case r.List >= spec.Lists:
+			return appendlist.ErrList
+		case len(r.Value) != spec.EntrySize:
+			return appendlist.ErrEntrySize
+		}
+		run := &w.run
+		if run.n > 0 && (run.store != idx || run.list != r.List || run.imm != imm || len(run.entries)+len(r.Value) > cap(run.entries)) {
+			w.flushRun()
+		}
+		if run.n == 0 {
+			run.store, run.list, run.imm = idx, r.List, imm
+		}
+		run.entries = append(run.entries, r.Value...)
+		run.n++
 	}
 	if err != nil {
 		return err
 	}
 	w.applied[p]++
 	return nil
+}
+
+// flushRun adds the waiting run of Append entries to its list. A batch write
+// the sink refuses drops one report (reason sink), as Writer.Add would.
+func (w *Worker) flushRun() {
+	run := &w.run
+	if run.n == 0 {
+		return
+	}
+	refused, err := w.t.writers[run.store].AddEntries(run.list, run.entries, run.imm, w.dgNow, w.batch, w.t.sink)
+	run.n, run.entries = 0, run.entries[:0]
+	if refused > 0 {
+		w.applied[dta.Append] -= uint64(refused)
+		w.stats.Drops[ReasonSink].Add(uint64(refused - 1))
+		w.drop(errSinkWrap{err}, w.dgFrom, w.dgNow)
+	}
 }
 
 // queued counts a stateless report whose ops wait in pending, and applies

@@ -19,11 +19,12 @@ type WriterStats struct {
 }
 
 type listState struct {
-	mu    sync.Mutex
-	imm   bool
-	n     int    // entries pending
-	head  uint64 // entries written (and published) so far
-	first int64  // arrival of the oldest pending entry, ns
+	mu     sync.Mutex
+	imm    bool
+	marked bool   // the list's dirty bit is set
+	n      int    // entries pending
+	head   uint64 // entries written (and published) so far
+	first  int64  // arrival of the oldest pending entry, ns
 }
 
 // Writer is the translator-side state of one Append store: each list's head
@@ -90,27 +91,111 @@ func (w *Writer) Add(list uint32, entry []byte, imm bool, now int64, b *memop.Ba
 	copy(w.pending[base+l.n*es:], entry)
 	if l.n == 0 {
 		l.first = now
-		w.dirty[list/64].Or(1 << (list % 64))
 	}
 	l.n++
 	l.imm = l.imm || imm
 	w.stats.Entries.Add(1)
 	if l.n < w.spec.Batch && !l.imm {
+		w.mark(list, l)
 		return nil
 	}
+	var c emitted
 	b.Reset()
-	err := w.emitApply(list, l, b, sink)
+	err := w.emitApply(list, l, b, sink, &c)
 	b.Reset()
+	w.count(&c)
 	return err
+}
+
+// AddEntries appends the entries packed back to back in entries (a whole
+// number of EntrySize-byte entries) to list, as one Add per entry would, in
+// order, but under one acquisition of the list's lock. Each batch written
+// along the way is applied to sink before AddEntries returns; b is reset
+// whenever one is. It returns how many of those batch writes the sink refused
+// (each one drops its batch and counts as one refused report, as Add's error
+// does) and the first such error.
+func (w *Writer) AddEntries(list uint32, entries []byte, imm bool, now int64, b *memop.Batch, sink memop.Sink) (refused int, err error) {
+	if list >= w.spec.Lists {
+		return 0, ErrList
+	}
+	es := w.spec.EntrySize
+	if len(entries)%es != 0 {
+		return 0, ErrEntrySize
+	}
+	total := len(entries) / es
+	if total == 0 {
+		return 0, nil
+	}
+	l := &w.lists[list]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	base := int(list) * w.spec.Batch * es
+	var c emitted
+	for len(entries) > 0 {
+		if l.n == 0 {
+			l.first = now
+		}
+		k := min(w.spec.Batch-l.n, len(entries)/es)
+		if imm {
+			k = 1 // Add writes the batch out after every immediate entry
+		}
+		copy(w.pending[base+l.n*es:], entries[:k*es])
+		entries = entries[k*es:]
+		l.n += k
+		l.imm = l.imm || imm
+		if l.n < w.spec.Batch && !l.imm {
+			break // entries is used up
+		}
+		b.Reset()
+		if e := w.emitApply(list, l, b, sink, &c); e != nil {
+			refused++
+			if err == nil {
+				err = e
+			}
+		}
+		b.Reset()
+	}
+	if l.n > 0 {
+		w.mark(list, l)
+	}
+	w.stats.Entries.Add(uint64(total))
+	w.count(&c)
+	return refused, err
+}
+
+// mark sets list's dirty bit, which Flush follows, if it is not set. The
+// caller holds l.mu and leaves entries pending.
+func (w *Writer) mark(list uint32, l *listState) {
+	if !l.marked {
+		w.dirty[list/64].Or(1 << (list % 64))
+		l.marked = true
+	}
+}
+
+// emitted counts what emit calls wrote, to be added to the stats at once.
+type emitted struct{ batches, partial, splits uint64 }
+
+func (w *Writer) count(c *emitted) {
+	if c.batches == 0 {
+		return
+	}
+	w.stats.HeaderWrites.Add(c.batches)
+	w.stats.Batches.Add(c.batches)
+	if c.partial != 0 {
+		w.stats.Partial.Add(c.partial)
+	}
+	if c.splits != 0 {
+		w.stats.WrapSplits.Add(c.splits)
+	}
 }
 
 // emitApply encodes list's pending entries and applies them. If the sink
 // refuses them the head is rolled back, so the next batch rewrites the same
 // ring slots and the refused batch's stale slots are never published as new.
 // The entries are dropped (the caller counts the error).
-func (w *Writer) emitApply(list uint32, l *listState, b *memop.Batch, sink memop.Sink) error {
+func (w *Writer) emitApply(list uint32, l *listState, b *memop.Batch, sink memop.Sink, c *emitted) error {
 	head := l.head
-	w.emit(list, l, b)
+	w.emit(list, l, b, c)
 	if err := sink.Apply(b.Ops); err != nil {
 		l.head = head
 		return err
@@ -119,36 +204,35 @@ func (w *Writer) emitApply(list uint32, l *listState, b *memop.Batch, sink memop
 }
 
 // emit encodes list's pending entries: one write (two when the batch wraps
-// the ring's end), then the head word. The caller holds l.mu.
-func (w *Writer) emit(list uint32, l *listState, b *memop.Batch) {
+// the ring's end), then the head word. The caller holds l.mu, and applies
+// the ops before releasing it: the writes point into the list's pending
+// entries, which only a holder of l.mu changes.
+func (w *Writer) emit(list uint32, l *listState, b *memop.Batch, c *emitted) {
 	es := uint64(w.spec.EntrySize)
 	k := uint64(l.n)
-	data := b.Alloc(int(k * es))
 	base := uint64(list) * uint64(w.spec.Batch) * es
-	copy(data, w.pending[base:base+k*es])
+	data := w.pending[base : base+k*es : base+k*es]
 	pos := l.head % w.spec.Capacity
 	if first := w.spec.Capacity - pos; first < k {
-		b.Write(w.store, w.spec.EntryOffset(list, l.head), data[:first*es])
-		b.Write(w.store, w.spec.EntryOffset(list, l.head+first), data[first*es:])
-		w.stats.WrapSplits.Add(1)
+		w.write(b, w.spec.EntryOffset(list, l.head), data[:first*es], false, 0)
+		w.write(b, w.spec.EntryOffset(list, l.head+first), data[first*es:], false, 0)
+		c.splits++
 	} else {
-		b.Write(w.store, w.spec.EntryOffset(list, l.head), data)
+		w.write(b, w.spec.EntryOffset(list, l.head), data, false, 0)
 	}
 	l.head += k
 	hdr := b.Alloc(8)
 	binary.LittleEndian.PutUint64(hdr, l.head)
-	if l.imm {
-		b.WriteImm(w.store, w.spec.HeadOffset(list), hdr, list)
-	} else {
-		b.Write(w.store, w.spec.HeadOffset(list), hdr)
-	}
-	w.stats.HeaderWrites.Add(1)
-	w.stats.Batches.Add(1)
+	w.write(b, w.spec.HeadOffset(list), hdr, l.imm, list)
+	c.batches++
 	if int(k) < w.spec.Batch {
-		w.stats.Partial.Add(1)
+		c.partial++
 	}
 	l.n, l.imm = 0, false
-	w.dirty[list/64].And(^(uint64(1) << (list % 64)))
+	if l.marked {
+		w.dirty[list/64].And(^(uint64(1) << (list % 64)))
+		l.marked = false
+	}
 }
 
 // Flush writes out every partial batch whose oldest entry arrived at or before
@@ -157,6 +241,8 @@ func (w *Writer) emit(list uint32, l *listState, b *memop.Batch) {
 func (w *Writer) Flush(now, maxDelay int64, b *memop.Batch, sink memop.Sink) (int, error) {
 	var n int
 	var first error
+	var c emitted
+	defer w.count(&c)
 	for wi := range w.dirty {
 		bitsSet := w.dirty[wi].Load()
 		for bitsSet != 0 {
@@ -167,7 +253,7 @@ func (w *Writer) Flush(now, maxDelay int64, b *memop.Batch, sink memop.Sink) (in
 			l.mu.Lock()
 			if l.n > 0 && (maxDelay <= 0 || now-l.first >= maxDelay) {
 				b.Reset()
-				if err := w.emitApply(list, l, b, sink); err != nil && first == nil {
+				if err := w.emitApply(list, l, b, sink, &c); err != nil && first == nil {
 					first = err
 				}
 				b.Reset()
@@ -177,4 +263,22 @@ func (w *Writer) Flush(now, maxDelay int64, b *memop.Batch, sink memop.Sink) (in
 		}
 	}
 	return n, first
+}
+
+// write appends a write (with immediate imm when withImm) to b, filling the op
+// in place field by field: memop.Batch.Write appends an Op literal, built on
+// the stack and copied, and the copy stalls on store forwarding (about three
+// times the cost).
+func (w *Writer) write(b *memop.Batch, off uint64, data []byte, withImm bool, imm uint32) {
+	n := len(b.Ops)
+	if n == cap(b.Ops) {
+		b.Ops = append(b.Ops, memop.Op{})
+	}
+	b.Ops = b.Ops[:n+1]
+	op := &b.Ops[n]
+	kind := memop.Write
+	if withImm {
+		kind = memop.WriteImm
+	}
+	op.Kind, op.Store, op.Offset, op.Data, op.Delta, op.Imm = kind, w.store, off, data, 0, imm
 }

@@ -107,22 +107,26 @@ func (s *Store) checksumAt(off uint64) (uint32, error) {
 	return binary.LittleEndian.Uint32(slot), nil
 }
 
-// queryChunk is how many queries QueryBatch resolves together: enough reads
-// in flight to cover the memory latency, few enough that the addresses and
-// checksums stay in registers and L1.
-const queryChunk = 16
+// allCopies is the copy mask of vote that reads every copy.
+const allCopies = 1<<hashing.MaxCopies - 1
+
+// queryChunk is how many queries QueryBatch prepares together: the slots of
+// a chunk are prefetched while the previous chunk is voted. 32 queries of 2
+// copies keep the core's miss buffers busy; chunks of 8 to 64 measured within
+// 15 % of each other, one query at a time (a prefetch per query, 16 ahead)
+// 40 % slower.
+const queryChunk = 32
 
 // QueryBatch answers one query per key, as Query(keys[i], n, threshold, ...)
 // would, into res[i]; res must be at least as long as keys. A found value is
 // copied into vals[i*ValueSize:(i+1)*ValueSize], which res[i].Value aliases;
 // vals must hold len(keys)*ValueSize bytes. It allocates nothing.
 //
-// It is faster than one Query per key on a store larger than the caches: for
-// a chunk of keys it first computes every slot address, then loads the
-// checksum word of every slot, loads that do not depend on each other and so
-// are in flight together, and only then votes, on slots now in the cache. The
-// outcome is the one Query gives on the same memory; under concurrent writes a
-// copy whose checksum did not match at the first load is not read again.
+// It is faster than one Query per key on a store larger than the caches: it
+// works in chunks of keys, computing every slot address of a chunk and
+// prefetching those cache lines (Region.Prefetch) before it votes on the
+// previous chunk, whose lines have arrived meanwhile. The misses of a chunk
+// overlap instead of each query waiting for its own.
 func (s *Store) QueryBatch(keys [][]byte, n, threshold int, res []Result, vals []byte) error {
 	if n == 0 {
 		n = s.spec.MaxRedundancy
@@ -141,44 +145,37 @@ func (s *Store) QueryBatch(keys [][]byte, n, threshold int, res []Result, vals [
 		return fmt.Errorf("%d value bytes for %d keys of %d bytes", len(vals), len(keys), vs)
 	}
 	var (
-		offs [queryChunk][hashing.MaxCopies]uint64
-		sums [queryChunk]uint32
-		seen [queryChunk][hashing.MaxCopies]uint32
+		offs [2][queryChunk][hashing.MaxCopies]uint64 // chunk c's slots are in offs[c%2]
+		sums [2][queryChunk]uint32
+		flat [queryChunk * hashing.MaxCopies]uint64
 	)
-	for base := 0; base < len(keys); base += queryChunk {
-		chunk := keys[base:min(base+queryChunk, len(keys))]
-		// 1: addresses, pure arithmetic.
-		for j, key := range chunk {
-			k := s.spec.Hash.Key(key)
-			sums[j] = k.Checksum()
-			for i := range n {
-				offs[j][i] = s.spec.Offset(k, i)
+	chunks := (len(keys) + queryChunk - 1) / queryChunk
+	for c := 0; c <= chunks; c++ {
+		if c < chunks {
+			// Addresses of chunk c, and a prefetch of their lines.
+			cur, m := c&1, 0
+			for j, key := range keys[c*queryChunk : min((c+1)*queryChunk, len(keys))] {
+				k := s.spec.Hash.Key(key)
+				sums[cur][j] = k.Checksum()
+				for i := range n {
+					off := s.spec.Offset(k, i)
+					offs[cur][j][i], flat[m] = off, off
+					m++
+				}
 			}
+			s.mem.Prefetch(flat[:m])
 		}
-		// 2: one independent load per slot; none waits for another.
-		for j := range chunk {
-			for i := range n {
-				w, err := s.checksumAt(offs[j][i])
+		if c > 0 {
+			// Votes of chunk c-1, prefetched a chunk ago.
+			prev, base := (c-1)&1, (c-1)*queryChunk
+			for j := range min(queryChunk, len(keys)-base) {
+				q := base + j
+				r, err := s.vote(sums[prev][j], offs[prev][j][:n], allCopies, threshold, vals[q*vs:q*vs:(q+1)*vs])
 				if err != nil {
 					return err
 				}
-				seen[j][i] = w
+				res[q] = r
 			}
-		}
-		// 3: vote over the copies whose checksum matched, now cached.
-		for j := range chunk {
-			var mask uint8
-			for i := range n {
-				if seen[j][i] == sums[j] {
-					mask |= 1 << i
-				}
-			}
-			dst := vals[(base+j)*vs : (base+j)*vs : (base+j+1)*vs]
-			r, err := s.vote(sums[j], offs[j][:n], mask, threshold, dst)
-			if err != nil {
-				return err
-			}
-			res[base+j] = r
 		}
 	}
 	return nil
@@ -211,7 +208,7 @@ func (s *Store) vote(sum uint32, offs []uint64, mask uint8, threshold int, dst [
 		// The usual case: every matching copy holds the same value.
 		same := res.Checks > 0
 		for i := 1; i < res.Checks && same; i++ {
-			same = bytes.Equal(vals[i], vals[0])
+			same = equalValue(vals[i], vals[0])
 		}
 		if same {
 			best, bestVotes = 0, res.Checks
@@ -219,14 +216,14 @@ func (s *Store) vote(sum uint32, offs []uint64, mask uint8, threshold int, dst [
 		for i := 0; i < res.Checks && !same; i++ {
 			votes := 0
 			for j := 0; j < res.Checks; j++ {
-				if bytes.Equal(vals[i], vals[j]) {
+				if equalValue(vals[i], vals[j]) {
 					votes++
 				}
 			}
 			switch {
 			case votes > bestVotes:
 				best, bestVotes, tie = i, votes, false
-			case votes == bestVotes && !bytes.Equal(vals[i], vals[best]):
+			case votes == bestVotes && !equalValue(vals[i], vals[best]):
 				tie = true
 			}
 		}
@@ -241,8 +238,22 @@ func (s *Store) vote(sum uint32, offs []uint64, mask uint8, threshold int, dst [
 		}
 		res.Status = Found
 		res.Value = append(dst[:0], vals[best]...)
-		if bytes.Equal(res.Value, vals[best]) || attempt >= 3 {
+		if equalValue(res.Value, vals[best]) || attempt >= 3 {
 			return res, nil
 		}
 	}
+}
+
+// equalValue is bytes.Equal for two values of a store (equal lengths), with
+// the usual 4- and 8-byte values compared as words rather than by a call.
+func equalValue(a, b []byte) bool {
+	switch {
+	case len(a) != len(b):
+		return false
+	case len(a) == 4:
+		return binary.LittleEndian.Uint32(a) == binary.LittleEndian.Uint32(b)
+	case len(a) == 8:
+		return binary.LittleEndian.Uint64(a) == binary.LittleEndian.Uint64(b)
+	}
+	return bytes.Equal(a, b)
 }

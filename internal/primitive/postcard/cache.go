@@ -47,7 +47,8 @@ type entry struct {
 // another flow that maps to an occupied entry writes the occupant out early.
 type Cache struct {
 	entries []entry
-	locks   [cacheStripes]sync.Mutex
+	inUse   []atomic.Uint64 // bit i: entry i holds a flow (changed under its lock)
+	locks   [cacheStripes]paddedMutex
 	stats   CacheStats
 }
 
@@ -56,7 +57,7 @@ func NewCache(n int) (*Cache, error) {
 	if n < 1 || n > 1<<26 {
 		return nil, fmt.Errorf("postcard cache: %d entries out of range [1, 2^26]", n)
 	}
-	return &Cache{entries: make([]entry, n)}, nil
+	return &Cache{entries: make([]entry, n), inUse: make([]atomic.Uint64, (n+63)/64)}, nil
 }
 
 // Stats returns the cache's counters.
@@ -66,11 +67,18 @@ func (c *Cache) Stats() *CacheStats { return &c.stats }
 func (c *Cache) Len() int { return len(c.entries) }
 
 func (c *Cache) index(store uint16, key []byte) int {
-	h := hashing.CRC32C.Key(key).Checksum() ^ uint32(store)*0x9E3779B9
+	h := hashing.CRC32C.Checksum(key) ^ uint32(store)*0x9E3779B9
 	return int(hashing.Reduce(h, uint64(len(c.entries))))
 }
 
-func (c *Cache) lockFor(i int) *sync.Mutex { return &c.locks[i%cacheStripes] }
+// paddedMutex is a lock alone on its cache line, so that workers taking
+// different stripes do not contend for the line.
+type paddedMutex struct {
+	sync.Mutex
+	_ [56]byte
+}
+
+func (c *Cache) lockFor(i int) *sync.Mutex { return &c.locks[i%cacheStripes].Mutex }
 
 // Add caches one postcard for the store with spec (index store in the
 // translator's store table). Whatever the postcard completes or evicts is
@@ -97,11 +105,12 @@ func (c *Cache) Add(spec *Spec, store uint16, key []byte, hop, pathLen int, valu
 	e := &c.entries[i]
 	if e.used && (e.store != store || !bytes.Equal(e.key[:e.keyLen], key)) {
 		c.stats.Evicted.Add(1)
-		c.emit(e, b)
+		c.emit(i, b)
 	}
 	if !e.used {
 		*e = entry{spec: spec, store: store, used: true, keyLen: uint8(len(key)), first: now}
 		copy(e.key[:], key)
+		c.inUse[i/64].Or(1 << (i % 64))
 	}
 	if pathLen != 0 {
 		e.pathLen = uint8(pathLen)
@@ -116,7 +125,7 @@ func (c *Cache) Add(spec *Spec, store uint16, key []byte, hop, pathLen int, valu
 	}
 	if bits.OnesCount8(e.present&uint8(1<<want-1)) == want {
 		c.stats.Complete.Add(1)
-		c.emit(e, b)
+		c.emit(i, b)
 	}
 	return c.apply(b, sink)
 }
@@ -130,8 +139,10 @@ func (c *Cache) apply(b *memop.Batch, sink memop.Sink) error {
 	return err
 }
 
-// emit encodes e's path into b (N chunk writes) and frees the entry.
-func (c *Cache) emit(e *entry, b *memop.Batch) {
+// emit encodes entry i's path into b (N chunk writes) and frees the entry.
+// The caller holds the entry's lock.
+func (c *Cache) emit(i int, b *memop.Batch) {
+	e := &c.entries[i]
 	s := e.spec
 	key := e.key[:e.keyLen]
 	present := e.present
@@ -143,14 +154,18 @@ func (c *Cache) emit(e *entry, b *memop.Batch) {
 	k := s.Hash.Key(key)
 	for n := range s.Redundancy {
 		off := s.Offset(k, n)
+		kind, imm := memop.Write, uint32(0)
 		if e.imm && n == 0 {
-			b.WriteImm(e.store, off, data, uint32(off/s.ChunkSize()))
-		} else {
-			b.Write(e.store, off, data)
+			kind, imm = memop.WriteImm, uint32(off/s.ChunkSize())
 		}
+		// Filled in place: memop.Batch.Write builds an Op literal and copies
+		// it, which stalls on store forwarding.
+		op := addOp(b)
+		op.Kind, op.Store, op.Offset, op.Data, op.Delta, op.Imm = kind, e.store, off, data, 0, imm
 	}
 	c.stats.Chunks.Add(uint64(s.Redundancy))
 	e.used = false
+	c.inUse[i/64].And(^(uint64(1) << (i % 64)))
 }
 
 // ErrSink wraps the first error a sink returned during a flush.
@@ -158,26 +173,42 @@ var ErrSink = errors.New("postcard flush: sink")
 
 // Flush writes out every cached path whose first postcard arrived at or before
 // now-maxAge (all of them when maxAge ≤ 0), as partial paths. It returns the
-// number of paths written and the first sink error.
+// number of paths written and the first sink error. It visits only the
+// entries in use (a bitmap of them), so that a mostly idle cache costs a scan
+// of Len/64 words, not of every entry.
 func (c *Cache) Flush(now, maxAge int64, b *memop.Batch, sink memop.Sink) (int, error) {
 	var n int
 	var first error
-	for s := range cacheStripes {
-		mu := &c.locks[s]
-		mu.Lock()
-		b.Reset()
-		for i := s; i < len(c.entries); i += cacheStripes {
-			e := &c.entries[i]
-			if e.used && (maxAge <= 0 || now-e.first >= maxAge) {
+	for w := range c.inUse {
+		set := c.inUse[w].Load()
+		for set != 0 {
+			bit := bits.TrailingZeros64(set)
+			set &^= 1 << bit
+			i := w*64 + bit
+			mu := c.lockFor(i)
+			mu.Lock()
+			if e := &c.entries[i]; e.used && (maxAge <= 0 || now-e.first >= maxAge) {
+				b.Reset()
 				c.stats.Expired.Add(1)
-				c.emit(e, b)
+				c.emit(i, b)
 				n++
+				if err := c.apply(b, sink); err != nil && first == nil {
+					first = fmt.Errorf("%w: %w", ErrSink, err)
+				}
 			}
+			mu.Unlock()
 		}
-		if err := c.apply(b, sink); err != nil && first == nil {
-			first = fmt.Errorf("%w: %w", ErrSink, err)
-		}
-		mu.Unlock()
 	}
 	return n, first
+}
+
+// addOp extends b.Ops by one op and returns it, to be filled in place field
+// by field (every field: the op may be reused).
+func addOp(b *memop.Batch) *memop.Op {
+	n := len(b.Ops)
+	if n == cap(b.Ops) {
+		b.Ops = append(b.Ops, memop.Op{})
+	}
+	b.Ops = b.Ops[:n+1]
+	return &b.Ops[n]
 }

@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+)
+
+// Stat is the median and range of one figure over repeated runs.
+type Stat struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+func statOf(v []float64) Stat {
+	if len(v) == 0 {
+		return Stat{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Stat{Median: m, Min: s[0], Max: s[len(s)-1]}
+}
+
+// Spread is (max - min) / median, the relative width of the range.
+func (s Stat) Spread() float64 {
+	if s.Median == 0 {
+		return 0
+	}
+	return (s.Max - s.Min) / s.Median
+}
+
+// Row is one primitive, mode and collector over repeated runs.
+type Row struct {
+	Primitive       string `json:"primitive"`
+	Mode            string `json:"mode"`
+	Collector       string `json:"collector"`
+	PerDatagram     int    `json:"reports_per_datagram"`
+	Offered         Stat   `json:"offered_per_s"`
+	Accepted        Stat   `json:"accepted_per_s"`
+	KernelDropPct   Stat   `json:"kernel_drop_pct"`
+	AppDropPct      Stat   `json:"app_drop_pct"`
+	CPUPerMillion   Stat   `json:"cpu_s_per_million_reports"`
+	PerCore         Stat   `json:"reports_per_cpu_second"`
+	OpsPerReport    Stat   `json:"mem_ops_per_report"`
+	AllocsPerReport Stat   `json:"allocs_per_report"`
+	RSSBeyond       Stat   `json:"rss_beyond_regions_bytes"`
+}
+
+// RatioRow is DTA / baseline for one primitive and mode: each run's ratio
+// (both collectors measured in that run), then median and range.
+type RatioRow struct {
+	Primitive string `json:"primitive"`
+	Mode      string `json:"mode"`
+	Accepted  Stat   `json:"accepted"`
+	PerCore   Stat   `json:"per_cpu_second"`
+}
+
+// Combined summarises repeated benchmarks of the same configuration.
+type Combined struct {
+	Machine Machine    `json:"machine"`
+	Config  Summary    `json:"config"`
+	Runs    int        `json:"runs"`
+	Rows    []Row      `json:"rows"`
+	Ratios  []RatioRow `json:"ratios"`
+}
+
+// Combine summarises reports of repeated runs of one configuration, in the
+// order of the first report's results.
+func Combine(reps []*Report) *Combined {
+	if len(reps) == 0 {
+		return &Combined{}
+	}
+	c := &Combined{Machine: reps[0].Machine, Config: reps[0].Config, Runs: len(reps)}
+	type key struct{ p, m, c string }
+	results := map[key][]Result{}
+	ratios := map[key][]Ratio{}
+	for _, r := range reps {
+		for _, x := range r.Results {
+			k := key{x.Primitive, x.Mode, x.Collector}
+			results[k] = append(results[k], x)
+		}
+		for _, q := range r.Ratios {
+			k := key{q.Primitive, q.Mode, ""}
+			ratios[k] = append(ratios[k], q)
+		}
+	}
+	pick := func(rs []Result, f func(*Result) float64) Stat {
+		v := make([]float64, len(rs))
+		for i := range rs {
+			v[i] = f(&rs[i])
+		}
+		return statOf(v)
+	}
+	for _, x := range reps[0].Results {
+		rs := results[key{x.Primitive, x.Mode, x.Collector}]
+		c.Rows = append(c.Rows, Row{
+			Primitive: x.Primitive, Mode: x.Mode, Collector: x.Collector, PerDatagram: x.PerDatagram,
+			Offered:         pick(rs, func(r *Result) float64 { return r.Offered }),
+			Accepted:        pick(rs, func(r *Result) float64 { return r.Accepted }),
+			KernelDropPct:   pick(rs, func(r *Result) float64 { return pct(r.KernelDrops, r.Sent) }),
+			AppDropPct:      pick(rs, func(r *Result) float64 { return pct(r.AppDrops, r.Sent) }),
+			CPUPerMillion:   pick(rs, func(r *Result) float64 { return r.CPUPerMillion }),
+			PerCore:         pick(rs, func(r *Result) float64 { return r.PerCore }),
+			OpsPerReport:    pick(rs, func(r *Result) float64 { return r.OpsPerReport }),
+			AllocsPerReport: pick(rs, func(r *Result) float64 { return r.AllocsPerReport }),
+			RSSBeyond:       pick(rs, func(r *Result) float64 { return float64(r.RSSBeyond) }),
+		})
+	}
+	for _, q := range reps[0].Ratios {
+		qs := ratios[key{q.Primitive, q.Mode, ""}]
+		acc, core := make([]float64, len(qs)), make([]float64, len(qs))
+		for i, x := range qs {
+			acc[i], core[i] = x.Accepted, x.PerCore
+		}
+		c.Ratios = append(c.Ratios, RatioRow{Primitive: q.Primitive, Mode: q.Mode, Accepted: statOf(acc), PerCore: statOf(core)})
+	}
+	return c
+}
+
+// WriteTable writes the medians with their ranges (min..max) of the figures
+// that vary most, and the DTA/baseline ratios.
+func (c *Combined) WriteTable(w io.Writer) error {
+	m := c.Machine
+	fmt.Fprintf(w, "# median (min..max) of %d runs; %d CPUs (%s), GOMAXPROCS %d, Linux %s, %s; %d sender(s), %d reader(s), %g s windows, %d keys, %s stores (%s, hash %s)\n",
+		c.Runs, m.CPUs, m.CPUModel, m.GOMAXPROCS, m.Kernel, m.GoVersion, c.Config.Senders, c.Config.Readers,
+		c.Config.DurationS, c.Config.Keys, mib(c.Config.Memory), c.Config.HugePages, c.Config.Hash)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "primitive\tmode\tper dgram\tcollector\toffered M/s\taccepted M/s\tkernel drop %\tapp drop %\tCPU s/M rep\tM rep/CPU s\tmem ops/rep\tallocs/rep\tRSS-regions MiB\t")
+	ratios := map[string]RatioRow{}
+	for _, q := range c.Ratios {
+		ratios[q.Primitive+" "+q.Mode] = q
+	}
+	for i, x := range c.Rows {
+		ops := "-"
+		if x.Collector == DTA {
+			ops = fmt.Sprintf("%.3f", x.OpsPerReport.Median)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.3f\t%s\t%.2f\t%.2f\t%.3f\t%s\t%s\t%.4f\t%.1f\t\n",
+			x.Primitive, x.Mode, x.PerDatagram, x.Collector, x.Offered.Median/1e6, rangeOf(x.Accepted, 1e6, "%.3f"),
+			x.KernelDropPct.Median, x.AppDropPct.Median, x.CPUPerMillion.Median, rangeOf(x.PerCore, 1e6, "%.2f"),
+			ops, x.AllocsPerReport.Median, x.RSSBeyond.Median/(1<<20))
+		last := i+1 == len(c.Rows) || c.Rows[i+1].Primitive != x.Primitive || c.Rows[i+1].Mode != x.Mode
+		if q, ok := ratios[x.Primitive+" "+x.Mode]; ok && last && x.Collector == Baseline {
+			fmt.Fprintf(tw, "\t\t\tDTA/baseline\t\t%s\t\t\t\t%s\t\t\t\t\n", rangeOf(q.Accepted, 1, "%.2fx"), rangeOf(q.PerCore, 1, "%.2fx"))
+		}
+	}
+	return tw.Flush()
+}
+
+func rangeOf(s Stat, unit float64, f string) string {
+	return fmt.Sprintf(f+" ("+f+".."+f+")", s.Median/unit, s.Min/unit, s.Max/unit)
+}

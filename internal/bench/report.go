@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteTable writes one line per run, and after each DTA/baseline pair a
+// line of ratios (DTA / baseline) of the accepted rate and of reports per CPU
+// second.
+func (r *Report) WriteTable(w io.Writer) error {
+	m := r.Machine
+	fmt.Fprintf(w, "# %d CPUs (%s), GOMAXPROCS %d, Linux %s, %s; %d sender(s), %d reader(s), %g s windows, %d keys, %s stores (%s, hash %s)\n",
+		m.CPUs, m.CPUModel, m.GOMAXPROCS, m.Kernel, m.GoVersion, r.Config.Senders, r.Config.Readers,
+		r.Config.DurationS, r.Config.Keys, mib(r.Config.Memory), r.Config.HugePages, r.Config.Hash)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "primitive\tmode\tper dgram\tcollector\toffered M/s\taccepted M/s\tkernel drop %\tapp drop %\tCPU s/M rep\tM rep/CPU s\tmem ops/rep\tallocs/rep\tRSS-regions MiB\t")
+	ratios := map[string]Ratio{}
+	for _, q := range r.Ratios {
+		ratios[q.Primitive+" "+q.Mode] = q
+	}
+	for i, x := range r.Results {
+		ops := "-"
+		if x.Collector == DTA {
+			ops = fmt.Sprintf("%.3f", x.OpsPerReport)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.3f\t%.3f\t%.2f\t%.2f\t%.3f\t%.2f\t%s\t%.4f\t%.1f\t\n",
+			x.Primitive, x.Mode, x.PerDatagram, x.Collector, x.Offered/1e6, x.Accepted/1e6,
+			pct(x.KernelDrops, x.Sent), pct(x.AppDrops, x.Sent), x.CPUPerMillion, x.PerCore/1e6,
+			ops, x.AllocsPerReport, float64(x.RSSBeyond)/(1<<20))
+		last := i+1 == len(r.Results) || r.Results[i+1].Primitive != x.Primitive || r.Results[i+1].Mode != x.Mode
+		if q, ok := ratios[x.Primitive+" "+x.Mode]; ok && last && x.Collector == Baseline {
+			fmt.Fprintf(tw, "\t\t\tDTA/baseline\t\t%.2fx\t\t\t\t%.2fx\t\t\t\t\n", q.Accepted, q.PerCore)
+		}
+	}
+	return tw.Flush()
+}
+
+func pct(n, of uint64) float64 {
+	if of == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(of)
+}
+
+func mib(n uint64) string {
+	if n >= 1<<30 && n%(1<<30) == 0 {
+		return fmt.Sprintf("%d GiB", n>>30)
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
+}

@@ -1,0 +1,258 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dta-go/dta/internal/bench"
+	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/internal/region"
+	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/wire/dta"
+)
+
+type benchOptions struct {
+	primitives []string
+	modes      []string
+	baseline   bool
+	repeat     int
+	memory     string
+	hash       string
+	hugePages  string
+	prefault   bool
+	recvBuffer string
+	sink       string
+	output     string
+	quiet      bool
+	cpuProfile string
+	jsonFile   string
+	cfg        bench.Config
+}
+
+func newBenchCmd() *cobra.Command {
+	o := &benchOptions{cfg: bench.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure DTA end to end on loopback, against a baseline CPU collector",
+		Long: `bench measures the whole pipeline on this machine: sender threads send
+DTA reports over loopback UDP (sendmmsg), the collector reads them (recvmmsg
+or one read per datagram), translates them and writes them into its stores
+through the local sink. Then, over the same datagrams, it measures a baseline
+collector written without DTA: it parses every report and inserts it into a
+sharded Go hash table keyed by flow, or appends it to an in-memory log.
+
+For every primitive and mode it reports the offered and accepted rates, the
+drops (kernel: receive buffer overflow; app: refused reports), the
+collector's CPU seconds per million reports (process CPU minus the sender
+threads'), reports per CPU second, memory ops per report counted from the op
+stream (the paper's Fig. 8), allocations per report, and resident memory
+beyond the store regions; and the DTA/baseline ratios of the accepted rate and
+of reports per CPU second, both measured in the same run.
+
+Reports are the paper's microbenchmark reports (compat formats: 4-byte keys
+and values; Key-Write and Key-Increment N = 2, 5-hop postcard paths, Append
+batches of 16) over --keys flows. Modes: single or multi (as many reports
+as fit 1472 bytes, or multiN), then /recvmmsg or /read.
+
+A progress line goes to stderr every second (-q silences it).`,
+		Example: `  dta bench
+  dta bench --primitive keywrite --mode multi/recvmmsg --duration 5s
+  dta bench --repeat 3 -o json > bench.json
+  dta bench --primitive append --mode multi16/recvmmsg --rate 2e6`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.complete(); err != nil {
+				return err
+			}
+			if !o.quiet {
+				o.cfg.Progress = cmd.ErrOrStderr()
+			}
+			return runBench(cmd, o)
+		},
+	}
+	fl := cmd.Flags()
+	d := &o.cfg
+	fl.StringSliceVar(&o.primitives, "primitive", []string{"keywrite", "keyincrement", "postcard", "append"}, "primitives to measure")
+	fl.StringSliceVar(&o.modes, "mode", []string{"single/recvmmsg", "multi/recvmmsg", "single/read", "multi/read"}, "modes: single|multi|multiN, then /recvmmsg or /read")
+	fl.BoolVar(&o.baseline, "baseline", true, "also measure the baseline CPU collector")
+	fl.IntVar(&o.repeat, "repeat", 1, "run everything `R` times (1-9) and print medians and ranges")
+	fl.DurationVar(&d.Duration, "duration", d.Duration, "measured window of each run (at most 60s)")
+	fl.DurationVar(&d.Warmup, "warmup", d.Warmup, "sending before each window opens (at most 10s)")
+	fl.IntVar(&d.Senders, "senders", d.Senders, "sender threads")
+	fl.IntVar(&d.Readers, "readers", d.Readers, "collector reader sockets (SO_REUSEPORT)")
+	fl.Float64Var(&d.Rate, "rate", 0, "offered reports/s over all senders (0 = as fast as they go)")
+	fl.IntVar(&d.Keys, "keys", d.Keys, "distinct keys (flows) in the stream")
+	fl.StringVar(&o.memory, "memory", "1GiB", "store size per primitive (Append: at most 256MiB)")
+	fl.StringVar(&o.hash, "hash", d.Hash.String(), "store hash: crc32 (the prototype's, as compat stores keep) or crc32c")
+	fl.StringVar(&o.hugePages, "hugepages", d.Region.HugePages.String(), "store pages: off, madvise or hugetlb")
+	fl.BoolVar(&o.prefault, "prefault", d.Region.Prefault, "touch every store page before measuring")
+	fl.StringVar(&o.recvBuffer, "recv-buffer", "64MiB", "SO_RCVBUF of each collector socket")
+	fl.StringVar(&o.sink, "sink", "local", "where the translator writes: local (the roce sink is not available yet)")
+	fl.StringVarP(&o.output, "output", "o", "table", "output: table or json")
+	fl.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
+	fl.StringVar(&o.jsonFile, "json", "", "also write the JSON output to `file`")
+	fl.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark (senders included) to `file`")
+	return cmd
+}
+
+// complete turns the string flags into the bench Config.
+func (o *benchOptions) complete() error {
+	c := &o.cfg
+	c.Primitives = nil
+	for _, s := range o.primitives {
+		p, err := dta.ParsePrimitive(strings.TrimSpace(s))
+		if err != nil {
+			return usageError("--primitive: %v", err)
+		}
+		c.Primitives = append(c.Primitives, p)
+	}
+	c.Modes = nil
+	for _, s := range o.modes {
+		m, err := bench.ParseMode(strings.TrimSpace(s))
+		if err != nil {
+			return usageError("--mode: %v", err)
+		}
+		c.Modes = append(c.Modes, m)
+	}
+	c.Baseline = o.baseline
+	if o.repeat < 1 || o.repeat > 9 {
+		return usageError("--repeat: %d out of range [1, 9]", o.repeat)
+	}
+	mem, err := store.ParseByteSize(o.memory)
+	if err != nil {
+		return usageError("--memory: %v", err)
+	}
+	c.Memory = uint64(mem)
+	rb, err := store.ParseByteSize(o.recvBuffer)
+	if err != nil || rb > 1<<30 {
+		return usageError("--recv-buffer: %q: want a size up to 1GiB", o.recvBuffer)
+	}
+	c.RecvBuffer = int(rb)
+	if c.Hash, err = hashing.ParseAlgorithm(o.hash); err != nil {
+		return usageError("--hash: %v", err)
+	}
+	if c.Region.HugePages, err = region.ParseHugePages(o.hugePages); err != nil {
+		return usageError("--hugepages: %v", err)
+	}
+	c.Region.Prefault = o.prefault
+	switch o.sink {
+	case "local":
+		c.SinkName = "local"
+	case "roce":
+		return usageError("--sink roce: the RoCE sink is not available yet (bench.Config.NewSink is its hook)")
+	default:
+		return usageError("--sink: %q is not local or roce", o.sink)
+	}
+	if o.output != "table" && o.output != "json" {
+		return usageError("-o: %q is not table or json", o.output)
+	}
+	if err := c.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+	return nil
+}
+
+func runBench(cmd *cobra.Command, o *benchOptions) error {
+	if o.cfg.Progress != nil && !isTerminal(os.Stderr) {
+		// Not a terminal: one line per second instead of one rewritten line.
+		o.cfg.Progress = lineWriter{cmd.ErrOrStderr()}
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var reps []*bench.Report
+	var runErr error
+	for range o.repeat {
+		rep, err := bench.Run(cmd.Context(), o.cfg)
+		if rep != nil && len(rep.Results) > 0 {
+			reps = append(reps, rep)
+		}
+		if err != nil {
+			runErr = err
+			break
+		}
+	}
+	if len(reps) == 0 {
+		if runErr == nil {
+			runErr = errors.New("bench: no results")
+		}
+		return runErr
+	}
+	var err error
+	if o.output == "json" {
+		err = writeBenchJSON(cmd.OutOrStdout(), reps)
+	} else if len(reps) == 1 {
+		err = reps[0].WriteTable(cmd.OutOrStdout())
+	} else {
+		err = bench.Combine(reps).WriteTable(cmd.OutOrStdout())
+	}
+	if err == nil && o.jsonFile != "" {
+		err = writeBenchJSONFile(o.jsonFile, reps)
+	}
+	if err == nil {
+		err = runErr
+	}
+	return err
+}
+
+// writeBenchJSON writes one report, or the runs and their combination.
+func writeBenchJSON(w io.Writer, reps []*bench.Report) error {
+	if len(reps) == 1 {
+		return reps[0].WriteJSON(w)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Runs     []*bench.Report `json:"runs"`
+		Combined *bench.Combined `json:"combined"`
+	}{reps, bench.Combine(reps)})
+}
+
+func writeBenchJSONFile(path string, reps []*bench.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := writeBenchJSON(f, reps); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// lineWriter turns the progress line's carriage returns into newlines.
+type lineWriter struct{ w io.Writer }
+
+func (l lineWriter) Write(b []byte) (int, error) {
+	s := strings.TrimPrefix(string(b), "\r")
+	if s == "\n" {
+		return len(b), nil
+	}
+	if !strings.HasSuffix(s, "\n") {
+		s = strings.TrimRight(s, " ") + "\n"
+	}
+	_, err := fmt.Fprint(l.w, s)
+	return len(b), err
+}
+
+// isTerminal reports whether f is a character device (a terminal, as far as
+// a progress line is concerned).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

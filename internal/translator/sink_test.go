@@ -1,0 +1,97 @@
+package translator
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/dta-go/dta/internal/memop"
+	"github.com/dta-go/dta/wire/dta"
+)
+
+// flakySink refuses the calls whose number (from 1) is in fail, and passes
+// the others to next.
+type flakySink struct {
+	next  memop.Sink
+	fail  map[int]bool
+	calls int
+}
+
+func (s *flakySink) Apply(ops []memop.Op) error {
+	s.calls++
+	if s.fail[s.calls] {
+		return errors.New("link down")
+	}
+	return s.next.Apply(ops)
+}
+
+func TestARefusingSinkDropsTheReportsItRefused(t *testing.T) {
+	_, cat := newTestTranslator(t, nil)
+	sink := &flakySink{next: cat, fail: map[int]bool{1: true}}
+	tr, err := New(DefaultConfig(), cat.Descriptors(), sink, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bw dta.BatchWriter
+	bw.Reset(make([]byte, 0, 256), dta.Header{})
+	for i := range uint32(3) {
+		if err := bw.Add(&dta.Report{Opcode: dta.OpKeyWrite, Redundancy: 2, Key: be32(i), Value: be32(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bw.Add(&dta.Report{Opcode: dta.OpKeyIncrement, Redundancy: 2, Key: be32(9), Delta: 1}); err != nil {
+		t.Fatal(err)
+	}
+	w := tr.NewWorker()
+	w.Handle(bw.Bytes(), reporter, 1) // one sink call for the four reports: refused
+	st := tr.Stats()
+	if st.Drops[ReasonSink] != 4 || st.Dropped() != 4 || st.Reports[dta.KeyWrite] != 0 || st.Reports[dta.KeyIncrement] != 0 {
+		t.Fatalf("after a refused datagram: drops %v, reports %v; want 4 sink drops and none applied", st.Drops, st.Reports)
+	}
+	w.Handle(bw.Bytes(), reporter, 2) // accepted
+	st = tr.Stats()
+	if st.Drops[ReasonSink] != 4 || st.Reports[dta.KeyWrite] != 3 || st.Reports[dta.KeyIncrement] != 1 || st.Ops != 20 {
+		t.Fatalf("after an accepted datagram: drops %v, reports %v, ops %d; want 3 + 1 applied, 2 × (3×2 + 4) ops handed over", st.Drops, st.Reports, st.Ops)
+	}
+	if sink.calls != 2 {
+		t.Errorf("%d sink calls for two datagrams, want 2", sink.calls)
+	}
+}
+
+func TestAppendRunsKeepOrderAndCountRefusals(t *testing.T) {
+	_, cat := newTestTranslator(t, nil)
+	sink := &flakySink{next: cat, fail: map[int]bool{1: true}}
+	tr, err := New(DefaultConfig(), cat.Descriptors(), sink, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bw dta.BatchWriter
+	bw.Reset(make([]byte, 0, 512), dta.Header{})
+	// Lists 1,1,1,1 (a batch of 4: refused), then 1,2,1,2,1,1,1 and 3 for list 5 of 16.
+	lists := []uint32{1, 1, 1, 1, 1, 2, 1, 2, 1, 1, 1, 5, 5, 5}
+	for i, l := range lists {
+		if err := bw.Add(&dta.Report{Opcode: dta.OpAppend, List: l, Value: be32(uint32(100 + i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := tr.NewWorker()
+	w.Handle(bw.Bytes(), reporter, 1)
+	tr.FlushAll()
+	st := tr.Stats()
+	if st.Drops[ReasonSink] != 1 || st.Reports[dta.Append] != uint64(len(lists)-1) {
+		t.Fatalf("drops %v reports %v: want the refused batch to drop one report, as Add does", st.Drops, st.Reports)
+	}
+	app := cat.ByName("append").Append
+	want := map[uint32][]uint32{1: {104, 106, 108, 109, 110}, 2: {105, 107}, 5: {111, 112, 113}}
+	for l, vals := range want {
+		p, err := app.Poll(l, 0, 100, nil)
+		if err != nil || p.Count != len(vals) {
+			t.Fatalf("list %d: poll %+v %v, want %d entries", l, p, err, len(vals))
+		}
+		for i, v := range vals {
+			if got := binary.BigEndian.Uint32(p.Data[i*4:]); got != v {
+				t.Errorf("list %d entry %d = %d, want %d", l, i, got, v)
+			}
+		}
+	}
+}
