@@ -215,14 +215,10 @@ was reported with gives the clearest vote counts.`,
 				return usageError("--n and --threshold must not be negative")
 			}
 			opt := client.KeyWriteOptions{N: n, Threshold: threshold}
-			var res []client.KeyWriteResult
-			if len(keys) == 1 {
-				var r client.KeyWriteResult
-				r, err = c.KeyWrite(cmd.Context(), store, keys[0], opt)
-				res = []client.KeyWriteResult{r}
-			} else {
-				res, err = c.KeyWriteBatch(cmd.Context(), store, keys, opt)
-			}
+			ctx := cmd.Context()
+			res, err := lookup(keys,
+				func(k string) (client.KeyWriteResult, error) { return c.KeyWrite(ctx, store, k, opt) },
+				func(ks []string) ([]client.KeyWriteResult, error) { return c.KeyWriteBatch(ctx, store, ks, opt) })
 			if err != nil {
 				return o.fail(err)
 			}
@@ -280,14 +276,10 @@ the tightest estimate).`,
 			if n < 0 {
 				return usageError("--n must not be negative")
 			}
-			var res []client.KeyIncrementResult
-			if len(keys) == 1 {
-				var r client.KeyIncrementResult
-				r, err = c.KeyIncrement(cmd.Context(), store, keys[0], n)
-				res = []client.KeyIncrementResult{r}
-			} else {
-				res, err = c.KeyIncrementBatch(cmd.Context(), store, keys, n)
-			}
+			ctx := cmd.Context()
+			res, err := lookup(keys,
+				func(k string) (client.KeyIncrementResult, error) { return c.KeyIncrement(ctx, store, k, n) },
+				func(ks []string) ([]client.KeyIncrementResult, error) { return c.KeyIncrementBatch(ctx, store, ks, n) })
 			if err != nil {
 				return o.fail(err)
 			}
@@ -332,14 +324,10 @@ path written early). complete means no hop is missing.`,
 			if err := queryKeys(keys); err != nil {
 				return err
 			}
-			var res []client.PostcardResult
-			if len(keys) == 1 {
-				var r client.PostcardResult
-				r, err = c.Postcard(cmd.Context(), store, keys[0])
-				res = []client.PostcardResult{r}
-			} else {
-				res, err = c.PostcardBatch(cmd.Context(), store, keys)
-			}
+			ctx := cmd.Context()
+			res, err := lookup(keys,
+				func(k string) (client.PostcardResult, error) { return c.Postcard(ctx, store, k) },
+				func(ks []string) ([]client.PostcardResult, error) { return c.PostcardBatch(ctx, store, ks) })
 			if err != nil {
 				return o.fail(err)
 			}
@@ -509,4 +497,13 @@ func queryFollow(ctx context.Context, c *client.Client, o *queryOptions, store s
 			return o.fail(err)
 		}
 	}
+}
+
+// lookup queries one key with one, or several in one batch request.
+func lookup[R any](keys []string, one func(string) (R, error), batch func([]string) ([]R, error)) ([]R, error) {
+	if len(keys) == 1 {
+		r, err := one(keys[0])
+		return []R{r}, err
+	}
+	return batch(keys)
 }
