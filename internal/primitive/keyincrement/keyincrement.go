@@ -79,23 +79,8 @@ func (s Spec) Offset(k hashing.Keyed, n int) uint64 {
 func (s *Spec) Translate(b *memop.Batch, store uint16, key []byte, delta uint64) {
 	k := s.Hash.Key(key)
 	for i := range s.Redundancy {
-		op := addOp(b)
-		op.Kind, op.Store, op.Offset, op.Data, op.Delta, op.Imm = memop.FetchAdd, store, s.Offset(k, i), nil, delta, 0
+		b.FetchAdd(store, s.Offset(k, i), delta)
 	}
-}
-
-// addOp extends b.Ops by one op and returns it, to be filled in place field
-// by field (every field: the op may be reused). It is memop.Batch.FetchAdd
-// for the report path: appending an Op literal builds it on the stack and
-// copies it, and the copy stalls on store forwarding, about three times the
-// cost.
-func addOp(b *memop.Batch) *memop.Op {
-	n := len(b.Ops)
-	if n == cap(b.Ops) {
-		b.Ops = append(b.Ops, memop.Op{})
-	}
-	b.Ops = b.Ops[:n+1]
-	return &b.Ops[n]
 }
 
 // Store is a Key-Increment store: a Spec bound to a region.

@@ -114,26 +114,11 @@ func (s *Spec) Translate(b *memop.Batch, store uint16, key, value []byte, n int,
 	binary.LittleEndian.PutUint32(slot, k.Checksum())
 	copy(slot[ChecksumLen:], value)
 	for i := range n {
-		kind, imm32 := memop.Write, uint32(0)
 		if imm && i == 0 {
-			kind, imm32 = memop.WriteImm, k.Checksum()
+			b.WriteImm(store, s.Offset(k, i), slot, k.Checksum())
+		} else {
+			b.Write(store, s.Offset(k, i), slot)
 		}
-		op := addOp(b)
-		op.Kind, op.Store, op.Offset, op.Data, op.Delta, op.Imm = kind, store, s.Offset(k, i), slot, 0, imm32
 	}
 	return nil
-}
-
-// addOp extends b.Ops by one op and returns it, to be filled in place field
-// by field (every field: the op may be reused). It is memop.Batch.Write for
-// the report path: appending an Op literal, or assigning one, builds it on
-// the stack and copies it, and the copy stalls on store forwarding, about
-// three times the cost.
-func addOp(b *memop.Batch) *memop.Op {
-	n := len(b.Ops)
-	if n == cap(b.Ops) {
-		b.Ops = append(b.Ops, memop.Op{})
-	}
-	b.Ops = b.Ops[:n+1]
-	return &b.Ops[n]
 }

@@ -154,14 +154,11 @@ func (c *Cache) emit(i int, b *memop.Batch) {
 	k := s.Hash.Key(key)
 	for n := range s.Redundancy {
 		off := s.Offset(k, n)
-		kind, imm := memop.Write, uint32(0)
 		if e.imm && n == 0 {
-			kind, imm = memop.WriteImm, uint32(off/s.ChunkSize())
+			b.WriteImm(e.store, off, data, uint32(off/s.ChunkSize()))
+		} else {
+			b.Write(e.store, off, data)
 		}
-		// Filled in place: memop.Batch.Write builds an Op literal and copies
-		// it, which stalls on store forwarding.
-		op := addOp(b)
-		op.Kind, op.Store, op.Offset, op.Data, op.Delta, op.Imm = kind, e.store, off, data, 0, imm
 	}
 	c.stats.Chunks.Add(uint64(s.Redundancy))
 	e.used = false
@@ -200,15 +197,4 @@ func (c *Cache) Flush(now, maxAge int64, b *memop.Batch, sink memop.Sink) (int, 
 		}
 	}
 	return n, first
-}
-
-// addOp extends b.Ops by one op and returns it, to be filled in place field
-// by field (every field: the op may be reused).
-func addOp(b *memop.Batch) *memop.Op {
-	n := len(b.Ops)
-	if n == cap(b.Ops) {
-		b.Ops = append(b.Ops, memop.Op{})
-	}
-	b.Ops = b.Ops[:n+1]
-	return &b.Ops[n]
 }
