@@ -205,9 +205,9 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	<-g.ctx.Done()
 	st.in.Close()
 	err = g.wait()
-	if f, ok := sink.(interface{ Flush(context.Context) error }); ok {
+	if fl, ok := sink.(interface{ Flush(context.Context) error }); ok {
 		fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if ferr := f.Flush(fctx); ferr != nil {
+		if ferr := fl.Flush(fctx); ferr != nil {
 			logger.Warn("ops not acknowledged at shutdown", "err", ferr)
 		}
 		cancel()
