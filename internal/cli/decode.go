@@ -14,22 +14,27 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dta-go/dta/internal/wire/roce"
 	"github.com/dta-go/dta/wire/dta"
 )
 
 type decodeOptions struct {
-	pcap   string
-	legacy bool
-	output string
-	port   uint16
+	pcap     string
+	legacy   bool
+	output   string
+	port     uint16
+	roce     bool // hex input is RoCEv2
+	ip       bool // with roce: hex input is a whole IP datagram
+	rocePort uint16
 }
 
 func newDecodeCmd() *cobra.Command {
 	o := &decodeOptions{}
 	cmd := &cobra.Command{
-		Use:   "decode [HEX...] | --pcap FILE",
-		Short: "Decode DTA datagrams (hex or a pcap/pcapng capture)",
-		Long: `decode prints every field of every report in DTA datagrams (docs/PROTOCOL.md).
+		Use:   "decode [--roce [--ip]] [HEX...] | --pcap FILE",
+		Short: "Decode DTA datagrams and RoCEv2 packets (hex or a pcap/pcapng capture)",
+		Long: `decode prints every field of every report in DTA datagrams (docs/PROTOCOL.md),
+and every header of RoCEv2 packets (the translator-collector RDMA traffic).
 
 Input, one of:
   HEX...        each argument is one datagram's UDP payload in hex (spaces,
@@ -38,18 +43,37 @@ Input, one of:
   --pcap FILE   a capture (pcap or pcapng; "-" reads stdin) of Ethernet, Linux
                 cooked, raw IP or loopback frames: every IPv4/IPv6 UDP datagram
                 to port --port (reports) or to port 40044 (ACK/NACK) is decoded,
-                and 2-byte datagrams from port --port (a translator's ACKs)
+                and 2-byte datagrams from port --port (a translator's ACKs);
+                datagrams to or from port --roce-port (4791) are decoded as
+                RoCEv2; other packets are skipped
 
 A 2-byte datagram is an ACK/NACK; anything else a report datagram with the
-3-byte base header (--legacy: the prototype's 2-byte header). -o json prints
-one JSON object per datagram, every field present. The exit code is 1 when
-some datagram did not decode.`,
+3-byte base header (--legacy: the prototype's 2-byte header).
+
+RoCEv2: --roce reads hex input as RoCEv2 packets (UDP payload: BTH through
+ICRC), whose ICRC cannot be checked without the IP header ("icrc: not checked
+(no IP header)"); --roce --ip reads whole IPv4/IPv6 packets instead and checks
+it. In a capture the ICRC is checked against the captured IP and UDP headers.
+Each packet prints its BTH, the headers its opcode carries (reth, atomic_eth,
+aeth, atomic_ack_eth, imm_dt, deth), its payload, the CM message of a UD SEND
+to QP1 (private_data counts the bytes up to the last non-zero one) and
+"icrc: ok", "bad" or "not checked". ICRC values are the trailer's 4 bytes in
+wire order, as tshark shows them.
+
+-o json prints one JSON object per datagram: "type" is "report" or "ack"
+(every field present) or "roce" (the headers its opcode carries). A datagram
+that does not decode prints an error and decoding goes on with the next one.
+The exit code is 1 when some datagram did not decode or some RoCEv2 packet
+has a bad ICRC.`,
 		Example: `  dta decode 01010002000000010000002a
   dta decode "20 07 40 02  01 0009 02 00000001 0000002a  03 000d 04 00000009 0000000000000001"
   echo 0x0105 | dta decode
   dta decode --pcap dta.pcap
   dta decode --pcap dta.pcapng -o json | jq .reports
-  tcpdump -i any -w - udp port 40040 | dta decode --pcap -`,
+  tcpdump -i any -w - udp port 40040 | dta decode --pcap -
+  tcpdump -i any -w - udp port 4791 | dta decode --pcap -
+  dta decode --roce "1100ffff 00000011 00000100  1f000005  e35a05df"   # an ACK, MSN 5
+  dta decode --roce --ip "4500003000004000401126bb0a0000020a000001  12b712b7001c0000  1100ffff0000001100000100 1f000005 e35a05df"`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.output != "text" && o.output != "json" {
@@ -58,11 +82,19 @@ some datagram did not decode.`,
 			if o.port == 0 {
 				return usageError("--port: must be 1 to 65535")
 			}
-			p := &decodePrinter{w: cmd.OutOrStdout(), json: o.output == "json", dec: dta.Decoder{Legacy: o.legacy}}
+			if o.rocePort == 0 {
+				return usageError("--roce-port: must be 1 to 65535")
+			}
+			if o.ip && !o.roce {
+				return usageError("--ip: give --roce too (--roce --ip reads whole IP packets carrying RoCEv2)")
+			}
+			p := &decodePrinter{w: cmd.OutOrStdout(), json: o.output == "json", dec: dta.Decoder{Legacy: o.legacy}, hexRoCE: o.roce, hexIP: o.ip}
 			var err error
 			switch {
 			case o.pcap != "" && len(args) > 0:
 				return usageError("decode: give hex arguments or --pcap, not both")
+			case o.pcap != "" && o.roce:
+				return usageError("decode: --roce reads hex input; in a capture RoCEv2 is found by its UDP port (--roce-port)")
 			case o.pcap != "":
 				err = decodeCapture(cmd, o, p)
 			case len(args) > 0:
@@ -71,7 +103,7 @@ some datagram did not decode.`,
 					if herr != nil {
 						return usageError("argument %d: %v", i+1, herr)
 					}
-					if err = p.datagram(decodeMeta{index: i + 1}, b); err != nil {
+					if err = p.hexDatagram(decodeMeta{index: i + 1}, b); err != nil {
 						break
 					}
 				}
@@ -81,10 +113,7 @@ some datagram did not decode.`,
 			if err != nil {
 				return err
 			}
-			if p.failed > 0 {
-				return fmt.Errorf("%d of %d datagrams did not decode", p.failed, p.count)
-			}
-			return nil
+			return p.verdict()
 		},
 	}
 	cmd.SetFlagErrorFunc(flagUsageError)
@@ -93,6 +122,9 @@ some datagram did not decode.`,
 	fl.BoolVar(&o.legacy, "legacy", false, "reports use the prototype's 2-byte base header")
 	fl.StringVarP(&o.output, "output", "o", "text", "output `format`: text or json")
 	fl.Uint16Var(&o.port, "port", dta.Port, "UDP `port` of reports in a capture")
+	fl.BoolVar(&o.roce, "roce", false, "hex input is RoCEv2 packets (UDP payload: BTH through ICRC)")
+	fl.BoolVar(&o.ip, "ip", false, "with --roce: hex input is whole IPv4/IPv6 packets, so the ICRC is checked")
+	fl.Uint16Var(&o.rocePort, "roce-port", roce.Port, "UDP `port` of RoCEv2 packets in a capture (either end)")
 	return cmd
 }
 
@@ -135,7 +167,7 @@ func decodeHexLines(r io.Reader, p *decodePrinter) error {
 			return fmt.Errorf("stdin line %d: %w", line, err)
 		}
 		index++
-		if err := p.datagram(decodeMeta{index: index}, b); err != nil {
+		if err := p.hexDatagram(decodeMeta{index: index}, b); err != nil {
 			return err
 		}
 	}
@@ -162,23 +194,61 @@ func decodeCapture(cmd *cobra.Command, o *decodeOptions, p *decodePrinter) error
 	packets := 0
 	err := readCapture(in, func(pkt capturePacket) error {
 		packets++
-		u, ok := captureUDP(pkt.link, pkt.data)
-		if !ok {
-			return nil
-		}
-		isReport := u.dst.Port() == o.port
-		isAck := u.dst.Port() == dta.AckPort || (u.src.Port() == o.port && len(u.payload) == dta.AckLen)
-		if !isReport && !isAck {
-			return nil
-		}
-		m := decodeMeta{index: packets, time: pkt.time, src: u.src.String(), dst: u.dst.String(), ack: isAck && !isReport, note: u.note}
-		return p.datagram(m, u.payload)
+		return p.capture(o, packets, pkt)
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.pcap, err)
 	}
 	if p.count == 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "dta: no DTA datagrams (UDP to port %d or %d) among the %d packets of %s\n", o.port, dta.AckPort, packets, o.pcap)
+		fmt.Fprintf(cmd.ErrOrStderr(), "dta: no DTA or RoCEv2 datagrams (UDP to port %d or %d, or to or from port %d) among the %d packets of %s\n", o.port, dta.AckPort, o.rocePort, packets, o.pcap)
+	}
+	return nil
+}
+
+// capture decodes packet number index of a capture if it is a DTA report
+// (to --port), a RoCEv2 packet (to or from --roce-port) or a DTA ACK/NACK
+// (to port 40044, or 2 bytes from --port), in that order of precedence.
+func (p *decodePrinter) capture(o *decodeOptions, index int, pkt capturePacket) error {
+	u, ok := captureUDP(pkt.link, pkt.data)
+	if !ok {
+		return nil
+	}
+	m := decodeMeta{index: index, time: pkt.time, src: u.src.String(), dst: u.dst.String(), note: u.note}
+	switch {
+	case u.dst.Port() == o.port:
+		return p.datagram(m, u.payload)
+	case u.dst.Port() == o.rocePort || u.src.Port() == o.rocePort:
+		return p.roce(m, u.payload, u.ip)
+	case u.dst.Port() == dta.AckPort || (u.src.Port() == o.port && len(u.payload) == dta.AckLen):
+		m.ack = true
+		return p.datagram(m, u.payload)
+	}
+	return nil
+}
+
+// hexDatagram decodes a datagram given in hex: DTA, or RoCEv2 with --roce.
+func (p *decodePrinter) hexDatagram(m decodeMeta, b []byte) error {
+	switch {
+	case p.hexIP:
+		return p.roceIP(m, b)
+	case p.hexRoCE:
+		return p.roce(m, b, nil)
+	}
+	return p.datagram(m, b)
+}
+
+// verdict is the command's error once every datagram is printed: nil
+// unless some did not decode or had a bad ICRC.
+func (p *decodePrinter) verdict() error {
+	var msgs []string
+	if p.failed > 0 {
+		msgs = append(msgs, fmt.Sprintf("%d of %d datagrams did not decode", p.failed, p.count))
+	}
+	if p.badICRC > 0 {
+		msgs = append(msgs, fmt.Sprintf("%d of %d datagrams have a bad RoCEv2 ICRC", p.badICRC, p.count))
+	}
+	if len(msgs) > 0 {
+		return errors.New(strings.Join(msgs, "; "))
 	}
 	return nil
 }
@@ -194,11 +264,14 @@ type decodeMeta struct {
 
 // decodePrinter prints decoded datagrams as text or JSON lines.
 type decodePrinter struct {
-	w      io.Writer
-	json   bool
-	dec    dta.Decoder
-	count  int // datagrams printed
-	failed int // datagrams with a decoding error
+	w       io.Writer
+	json    bool
+	dec     dta.Decoder
+	hexRoCE bool // hex input is RoCEv2 (UDP payloads)
+	hexIP   bool // hex input is RoCEv2 in whole IP datagrams
+	count   int  // datagrams printed
+	failed  int  // datagrams with a decoding error
+	badICRC int  // RoCEv2 packets whose ICRC does not match
 }
 
 // decodedDatagram is the JSON form of one datagram.
@@ -386,17 +459,7 @@ func reportValueText(v []byte) string {
 // text prints d for people; raw holds d's reports as decoded.
 func (p *decodePrinter) text(d *decodedDatagram, raw []dta.Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "#%d", d.Index)
-	if d.Time != "" {
-		fmt.Fprintf(&b, " %s", d.Time)
-	}
-	if d.Src != "" {
-		fmt.Fprintf(&b, " %s > %s", d.Src, d.Dst)
-	}
-	fmt.Fprintf(&b, " %d bytes", d.Length)
-	if d.Note != "" {
-		fmt.Fprintf(&b, " (%s)", d.Note)
-	}
+	textPrefix(&b, d.Index, d.Time, d.Src, d.Dst, d.Length, d.Note)
 	switch {
 	case d.Ack != nil:
 		kind := "ACK"
@@ -442,4 +505,20 @@ func (p *decodePrinter) text(d *decodedDatagram, raw []dta.Report) error {
 	}
 	_, err := io.WriteString(p.w, b.String())
 	return err
+}
+
+// textPrefix writes the start of a datagram's first line:
+// "#3 2023-11-14T22:13:20Z 10.0.0.1:1 > 10.0.0.2:40040 12 bytes (note)".
+func textPrefix(b *strings.Builder, index int, ts, src, dst string, length int, note string) {
+	fmt.Fprintf(b, "#%d", index)
+	if ts != "" {
+		fmt.Fprintf(b, " %s", ts)
+	}
+	if src != "" {
+		fmt.Fprintf(b, " %s > %s", src, dst)
+	}
+	fmt.Fprintf(b, " %d bytes", length)
+	if note != "" {
+		fmt.Fprintf(b, " (%s)", note)
+	}
 }

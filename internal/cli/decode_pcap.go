@@ -271,6 +271,7 @@ type captureDatagram struct {
 	src, dst netip.AddrPort
 	payload  []byte
 	note     string // why the payload may be incomplete
+	ip       []byte // the IP datagram from its header on, cut at the IP length when captured whole (for the RoCEv2 ICRC)
 }
 
 // captureUDP finds the UDP datagram in a frame of the given link type.
@@ -349,6 +350,7 @@ func captureIPv4(b []byte) (captureDatagram, bool) {
 	if ok && frag&0x2000 != 0 {
 		d.note = "IP fragment: payload incomplete"
 	}
+	d.ip = b
 	return d, ok
 }
 
@@ -360,10 +362,11 @@ func captureIPv6(b []byte) (captureDatagram, bool) {
 	next := b[6]
 	src := netip.AddrFrom16([16]byte(b[8:24]))
 	dst := netip.AddrFrom16([16]byte(b[24:40]))
-	b = b[40:]
-	if plen < len(b) {
-		b = b[:plen]
+	if 40+plen < len(b) {
+		b = b[:40+plen] // drop Ethernet padding
 	}
+	ip := b
+	b = b[40:]
 	note := ""
 	for range 8 { // extension headers, bounded
 		switch next {
@@ -372,6 +375,7 @@ func captureIPv6(b []byte) (captureDatagram, bool) {
 			if ok && d.note == "" {
 				d.note = note
 			}
+			d.ip = ip
 			return d, ok
 		case 0, 43, 60: // hop-by-hop, routing, destination options
 			if len(b) < 8 || len(b) < (int(b[1])+1)*8 {

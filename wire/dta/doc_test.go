@@ -23,7 +23,7 @@ func TestProtocolDocExamples(t *testing.T) {
 	if !ok {
 		t.Fatal("docs/PROTOCOL.md: the end marker of the reports part is missing")
 	}
-	re := regexp.MustCompile("dta decode (--legacy-header )?0x([0-9a-f]+)")
+	re := regexp.MustCompile("dta decode (--legacy )?0x([0-9a-f]+)")
 	examples := re.FindAllStringSubmatch(part, -1)
 	if len(examples) < 10 {
 		t.Fatalf("found only %d examples", len(examples))
