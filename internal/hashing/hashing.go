@@ -104,6 +104,24 @@ func (a Algorithm) Key(key []byte) Keyed {
 	return Keyed{}
 }
 
+// Key32 is Key of the 4-byte little-endian encoding of k (a 32-bit compat
+// key, as the prototype hashes it), without building the bytes: the same
+// Keyed for a few table lookups.
+func (a Algorithm) Key32(k uint32) Keyed {
+	switch a {
+	case CRC32:
+		c := ieeeTable.word(k)
+		return Keyed{alg: a, checksum: c, seed: uint64(c)}
+	case CRC32C:
+		// mix64 of 4 bytes: no whole word, the tail is k itself.
+		const m uint64 = 0xC6A4A7935BD1E995
+		h := uint64(4)
+		h *= m
+		return Keyed{alg: a, checksum: castagnoliTable.word(k), seed: fmix64((h ^ uint64(k)) * m)}
+	}
+	return Keyed{}
+}
+
 // Checksum is the 32-bit key checksum stored beside a value.
 func (k Keyed) Checksum() uint32 { return k.checksum }
 
@@ -248,6 +266,13 @@ func makeSlicing8(poly uint32) *slicing8 {
 		}
 	}
 	return t
+}
+
+// word is update(0, p) for the 4 bytes p encoding k little-endian: one
+// slicing-by-4 step.
+func (t *slicing8) word(k uint32) uint32 {
+	c := ^k
+	return ^(t[0][c>>24] ^ t[1][c>>16&0xFF] ^ t[2][c>>8&0xFF] ^ t[3][c&0xFF])
 }
 
 // update continues the CRC crc (init and xor-out 0xFFFFFFFF, as crc32.Update)

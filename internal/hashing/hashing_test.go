@@ -247,3 +247,26 @@ func TestHashingAllocatesNothing(t *testing.T) {
 		})
 	}
 }
+
+func TestKey32HashesAsTheLittleEndianBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 32))
+	keys := []uint32{0, 1, 0xFFFFFFFF, 0x80000000, 0x12345678}
+	for range 10000 {
+		keys = append(keys, rng.Uint32())
+	}
+	for _, a := range []hashing.Algorithm{hashing.CRC32, hashing.CRC32C} {
+		t.Run(a.String()+": Key32(k) equals Key of k's 4 little-endian bytes", func(t *testing.T) {
+			for _, k := range keys {
+				want, got := a.Key(le32(k)), a.Key32(k)
+				if got.Checksum() != want.Checksum() {
+					t.Fatalf("key %#x: checksum %#x, want %#x", k, got.Checksum(), want.Checksum())
+				}
+				for n := range hashing.MaxCopies {
+					if got.Slot(n) != want.Slot(n) {
+						t.Fatalf("key %#x copy %d: slot hash %#x, want %#x", k, n, got.Slot(n), want.Slot(n))
+					}
+				}
+			}
+		})
+	}
+}

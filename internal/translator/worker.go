@@ -5,9 +5,9 @@ import (
 	"io"
 	"net/netip"
 
+	"github.com/dta-go/dta/internal/hashing"
 	"github.com/dta-go/dta/internal/memop"
 	"github.com/dta-go/dta/internal/primitive/appendlist"
-	"github.com/dta-go/dta/internal/primitive/keywrite"
 	"github.com/dta-go/dta/internal/primitive/postcard"
 	"github.com/dta-go/dta/wire/dta"
 )
@@ -32,7 +32,6 @@ type Worker struct {
 	r       dta.Report
 	batch   *memop.Batch // stateful primitives' ops, applied at once
 	pending *memop.Batch // stateless primitives' ops, applied per datagram
-	kb      [4]byte      // a compat key's hashed bytes
 	reply   [dta.AckLen]byte
 	stats   Stats
 
@@ -151,21 +150,28 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 	key := r.Key
 	switch p {
 	case dta.KeyWrite:
-		if !r.Opcode.Extended() {
-			w.kb = keywrite.CompatKey(r.Key32())
-			key = w.kb[:]
+		// A compat key is hashed as its little-endian encoding (Key32).
+		s := &d.KeyWrite
+		var k hashing.Keyed
+		if r.Opcode.Extended() {
+			k = s.Hash.Key(key)
+		} else {
+			k = s.Hash.Key32(r.Key32())
 		}
-		if err := d.KeyWrite.Translate(w.pending, idx, key, r.Value, int(r.Redundancy), imm); err != nil {
+		if err := s.TranslateKeyed(w.pending, idx, k, r.Value, int(r.Redundancy), imm); err != nil {
 			return err
 		}
 		w.queued(p)
 		return nil
 	case dta.KeyIncrement:
-		if !r.Opcode.Extended() {
-			w.kb = keywrite.CompatKey(r.Key32())
-			key = w.kb[:]
+		s := &d.KeyIncrement
+		var k hashing.Keyed
+		if r.Opcode.Extended() {
+			k = s.Hash.Key(key)
+		} else {
+			k = s.Hash.Key32(r.Key32())
 		}
-		d.KeyIncrement.Translate(w.pending, idx, key, r.Delta)
+		s.TranslateKeyed(w.pending, idx, k, r.Delta)
 		w.queued(p)
 		return nil
 	case dta.Postcard:

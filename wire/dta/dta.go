@@ -206,27 +206,37 @@ const (
 // decodeBody decodes the sub-header of one report with opcode op from b,
 // which must hold exactly that report.
 func decodeBody(op Opcode, b []byte, r *Report) error {
-	*r = Report{Opcode: op}
-	var need int
+	// The compat formats, which carry most reports, fill the report in one
+	// assignment and check it on the spot.
 	switch op {
 	case OpKeyWrite:
 		if len(b) < keyWriteLen {
+			*r = Report{Opcode: op}
 			return ErrTruncated
 		}
-		r.Redundancy, r.Key, r.Value = b[0], b[1:5:5], b[5:9:9]
-		need = keyWriteLen
+		*r = Report{Opcode: op, Redundancy: b[0], Key: b[1:5:5], Value: b[5:9:9]}
+		return compatDone(len(b), keyWriteLen, r.Redundancy)
 	case OpKeyIncrement:
 		if len(b) < keyIncrementLen {
+			*r = Report{Opcode: op}
 			return ErrTruncated
 		}
-		r.Redundancy, r.Key, r.Delta = b[0], b[1:5:5], binary.BigEndian.Uint64(b[5:13])
-		need = keyIncrementLen
+		*r = Report{Opcode: op, Redundancy: b[0], Key: b[1:5:5], Delta: binary.BigEndian.Uint64(b[5:13])}
+		return compatDone(len(b), keyIncrementLen, r.Redundancy)
 	case OpAppend:
 		if len(b) < appendLen {
+			*r = Report{Opcode: op}
 			return ErrTruncated
 		}
-		r.List, r.Value = binary.BigEndian.Uint32(b), b[4:8:8]
-		need = appendLen
+		*r = Report{Opcode: op, List: binary.BigEndian.Uint32(b), Value: b[4:8:8]}
+		if len(b) != appendLen {
+			return ErrTrailing
+		}
+		return nil
+	}
+	*r = Report{Opcode: op}
+	var need int
+	switch op {
 	case OpPostcard:
 		if len(b) < postcardLen {
 			return ErrTruncated
@@ -305,6 +315,18 @@ func decodeBody(op Opcode, b []byte, r *Report) error {
 		return ErrTrailing
 	}
 	return r.check()
+}
+
+// compatDone finishes a compat Key-Write or Key-Increment report of n bytes
+// whose format has need: the checks decodeBody's tail and check would make.
+func compatDone(n, need int, redundancy uint8) error {
+	switch {
+	case n != need:
+		return ErrTrailing
+	case redundancy == 0 || redundancy > MaxRedundancy:
+		return ErrRedundancy
+	}
+	return nil
 }
 
 // check validates the semantic ranges every primitive shares.

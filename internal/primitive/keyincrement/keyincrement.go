@@ -77,7 +77,12 @@ func (s Spec) Offset(k hashing.Keyed, n int) uint64 {
 // the same hash positions, and a report's N is a prototype artefact (it shared
 // Key-Write's pipeline). The report's N is validated on the wire (1..8).
 func (s *Spec) Translate(b *memop.Batch, store uint16, key []byte, delta uint64) {
-	k := s.Hash.Key(key)
+	s.TranslateKeyed(b, store, s.Hash.Key(key), delta)
+}
+
+// TranslateKeyed is Translate for a key already hashed with s.Hash (for a
+// compat key: s.Hash.Key32, which skips building its bytes).
+func (s *Spec) TranslateKeyed(b *memop.Batch, store uint16, k hashing.Keyed, delta uint64) {
 	for i := range s.Redundancy {
 		b.FetchAdd(store, s.Offset(k, i), delta)
 	}

@@ -123,19 +123,19 @@ func queryStore(b *testing.B, size uint64, big bool) *queryFixture {
 
 // BenchmarkQuery measures Key-Write queries reading N = 1..4 copies (the
 // worst case: every copy read and voted) of random written keys, one Query per
-// key and in QueryBatch chunks of 64 keys. One op is one query.
+// key and in QueryBatch calls of 64 and of 1024 keys. One op is one query.
 func BenchmarkQuery(b *testing.B) {
 	for _, size := range querySizes {
 		for n := 1; n <= 4; n++ {
-			for _, batched := range []bool{false, true} {
+			for _, batch := range []int{0, 64, 1024} {
 				mode := "single"
-				if batched {
-					mode = "batch"
+				if batch > 0 {
+					mode = fmt.Sprintf("batch%d", batch)
 				}
 				b.Run(fmt.Sprintf("%s/N=%d/%s", size.name, n, mode), func(b *testing.B) {
 					f := queryStore(b, size.bytes, size.big)
-					if batched {
-						benchQueryBatch(b, f, n)
+					if batch > 0 {
+						benchQueryBatch(b, f, n, batch)
 					} else {
 						benchQuery(b, f, n)
 					}
@@ -166,9 +166,8 @@ func benchQuery(b *testing.B, f *queryFixture, n int) {
 	reportQueries(b, found, b.N)
 }
 
-func benchQueryBatch(b *testing.B, f *queryFixture, n int) {
-	const chunk = 64
-	var keyBuf [chunk][4]byte
+func benchQueryBatch(b *testing.B, f *queryFixture, n, chunk int) {
+	keyBuf := make([][4]byte, chunk)
 	keys := make([][]byte, chunk)
 	for i := range keys {
 		keys[i] = keyBuf[i][:]

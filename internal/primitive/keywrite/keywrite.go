@@ -103,13 +103,18 @@ var (
 // reports). With imm, the first copy is a write with immediate carrying the key
 // checksum. It changes nothing in b on error.
 func (s *Spec) Translate(b *memop.Batch, store uint16, key, value []byte, n int, imm bool) error {
+	return s.TranslateKeyed(b, store, s.Hash.Key(key), value, n, imm)
+}
+
+// TranslateKeyed is Translate for a key already hashed with s.Hash (for a
+// compat key: s.Hash.Key32, which skips building its bytes).
+func (s *Spec) TranslateKeyed(b *memop.Batch, store uint16, k hashing.Keyed, value []byte, n int, imm bool) error {
 	if n < 1 || n > s.MaxRedundancy {
 		return ErrRedundancy
 	}
 	if len(value) != s.ValueSize {
 		return ErrValueSize
 	}
-	k := s.Hash.Key(key)
 	slot := b.Alloc(int(s.SlotSize()))
 	binary.LittleEndian.PutUint32(slot, k.Checksum())
 	copy(slot[ChecksumLen:], value)

@@ -10,11 +10,15 @@ import (
 )
 
 func TestQueryBatchAnswersAsQueryDoes(t *testing.T) {
-	for _, h := range []hashing.Algorithm{hashing.CRC32, hashing.CRC32C} {
-		t.Run(h.String()+": every key of a crowded store gets Query's answer", func(t *testing.T) {
+	for _, c := range []struct {
+		h  hashing.Algorithm
+		vs int // 6: slots of 12 bytes; 2 and 4: one-word slots, loaded whole
+	}{{hashing.CRC32, 6}, {hashing.CRC32C, 6}, {hashing.CRC32, 4}, {hashing.CRC32C, 2}} {
+		h := c.h
+		t.Run(fmt.Sprintf("%s, %d-byte values: every key of a crowded store gets Query's answer", h, c.vs), func(t *testing.T) {
 			// 600 keys × 3 copies in 1024 slots, 50 keys holding two values
 			// and 50 never written: found, empty and conflicting answers.
-			spec := keywrite.Spec{Slots: 1 << 10, ValueSize: 6, MaxRedundancy: 4, Hash: h}
+			spec := keywrite.Spec{Slots: 1 << 10, ValueSize: c.vs, MaxRedundancy: 4, Hash: h}
 			cat, s := open(t, spec)
 			var keys [][]byte
 			for i := range 700 {
@@ -22,10 +26,10 @@ func TestQueryBatchAnswersAsQueryDoes(t *testing.T) {
 				keys = append(keys, key)
 				switch {
 				case i < 600:
-					write(t, cat, s, key, value(6, byte(i)), 3)
+					write(t, cat, s, key, value(c.vs, byte(i)), 3)
 				case i < 650: // two copies of each of two values: a conflict
-					write(t, cat, s, key, value(6, 1), 4)
-					write(t, cat, s, key, value(6, 2), 2)
+					write(t, cat, s, key, value(c.vs, 1), 4)
+					write(t, cat, s, key, value(c.vs, 2), 2)
 				}
 			}
 			statuses := map[keywrite.Status]int{}

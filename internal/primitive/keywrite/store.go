@@ -47,6 +47,11 @@ type Result struct {
 type Store struct {
 	spec Spec
 	mem  *region.Region
+	// words: a slot is one 8-byte word (values of at most 4 bytes), read as a
+	// whole by one atomic load: checksum in the low half, value in the high
+	// half (masked by valueMask).
+	words     bool
+	valueMask uint64
 }
 
 // NewStore binds spec to mem, which must be at least spec.RegionSize() bytes.
@@ -57,7 +62,11 @@ func NewStore(spec Spec, mem *region.Region) (*Store, error) {
 	if mem.Size() < spec.RegionSize() {
 		return nil, fmt.Errorf("region of %d bytes is smaller than the %d the store needs", mem.Size(), spec.RegionSize())
 	}
-	return &Store{spec: spec, mem: mem}, nil
+	st := &Store{spec: spec, mem: mem, words: spec.SlotSize() == 8}
+	if st.words {
+		st.valueMask = uint64(1)<<(8*spec.ValueSize) - 1
+	}
+	return st, nil
 }
 
 // Spec returns the store's geometry.
@@ -82,6 +91,9 @@ func (s *Store) Query(key []byte, n, threshold int, dst []byte) (Result, error) 
 	var offs [hashing.MaxCopies]uint64
 	for i := range n {
 		offs[i] = s.spec.Offset(k, i)
+	}
+	if s.words {
+		return s.queryWords(sum, &offs, n, threshold, dst)
 	}
 	// Load every copy's checksum before looking at any: the loads do not
 	// depend on each other, so their cache misses overlap.
@@ -170,6 +182,14 @@ func (s *Store) QueryBatch(keys [][]byte, n, threshold int, res []Result, vals [
 			prev, base := (c-1)&1, (c-1)*queryChunk
 			for j := range min(queryChunk, len(keys)-base) {
 				q := base + j
+				if s.words {
+					r, err := s.queryWords(sums[prev][j], &offs[prev][j], n, threshold, vals[q*vs:q*vs:(q+1)*vs])
+					if err != nil {
+						return err
+					}
+					res[q] = r
+					continue
+				}
 				r, err := s.vote(sums[prev][j], offs[prev][j][:n], allCopies, threshold, vals[q*vs:q*vs:(q+1)*vs])
 				if err != nil {
 					return err
@@ -242,6 +262,73 @@ func (s *Store) vote(sum uint32, offs []uint64, mask uint8, threshold int, dst [
 			return res, nil
 		}
 	}
+}
+
+// queryWords answers a query on a store of one-word slots: it loads the n
+// copies at offs, each as one atomic 8-byte load (so a copy is never torn
+// between a concurrent writer's checksum and value, and needs no re-vote),
+// and votes on the values of those whose checksum is sum. It answers exactly
+// as vote does.
+func (s *Store) queryWords(sum uint32, offs *[hashing.MaxCopies]uint64, n, threshold int, dst []byte) (Result, error) {
+	var words [hashing.MaxCopies]uint64
+	for i := range n {
+		w, err := s.mem.Load64(offs[i])
+		if err != nil {
+			return Result{}, err
+		}
+		words[i] = w
+	}
+	res := Result{Copies: n}
+	var vals [hashing.MaxCopies]uint64
+	for _, w := range words[:n] {
+		if uint32(w) == sum {
+			vals[res.Checks] = w >> 32 & s.valueMask
+			res.Checks++
+		}
+	}
+	if res.Checks == 0 {
+		return res, nil
+	}
+	best, bestVotes, tie := vals[0], 1, false
+	same := true
+	for _, v := range vals[1:res.Checks] {
+		if v != best {
+			same = false
+			break
+		}
+	}
+	if same {
+		bestVotes = res.Checks
+	} else {
+		bestVotes = 0
+		for i, v := range vals[:res.Checks] {
+			votes := 0
+			for _, u := range vals[:res.Checks] {
+				if u == v {
+					votes++
+				}
+			}
+			switch {
+			case votes > bestVotes:
+				best, bestVotes, tie = vals[i], votes, false
+			case votes == bestVotes && v != best:
+				tie = true
+			}
+		}
+	}
+	res.Votes = bestVotes
+	switch {
+	case bestVotes < threshold:
+		return res, nil
+	case tie:
+		res.Status = Conflict
+		return res, nil
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], best)
+	res.Status = Found
+	res.Value = append(dst[:0], b[:s.spec.ValueSize]...)
+	return res, nil
 }
 
 // equalValue is bytes.Equal for two values of a store (equal lengths), with
