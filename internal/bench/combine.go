@@ -50,6 +50,16 @@ type Row struct {
 	OpsPerReport    Stat   `json:"mem_ops_per_report"`
 	AllocsPerReport Stat   `json:"allocs_per_report"`
 	RSSBeyond       Stat   `json:"rss_beyond_regions_bytes"`
+
+	Remote *RemoteRow `json:"remote,omitempty"` // DTA over a remote sink
+}
+
+// RemoteRow is the figures of RemoteResult that vary, over repeated runs.
+type RemoteRow struct {
+	ResponderCPUPerMillion  Stat `json:"responder_cpu_s_per_million_reports"`
+	TranslatorCPUPerMillion Stat `json:"translator_cpu_s_per_million_reports"`
+	ResponderOpsPerSec      Stat `json:"responder_ops_per_s"`
+	OpsPerReport            Stat `json:"rdma_ops_per_report"`
 }
 
 // RatioRow is DTA / baseline for one primitive and mode: each run's ratio
@@ -99,6 +109,24 @@ func Combine(reps []*Report) *Combined {
 	}
 	for _, x := range reps[0].Results {
 		rs := results[key{x.Primitive, x.Mode, x.Collector}]
+		var remote *RemoteRow
+		if x.Remote != nil {
+			// Runs that lack the figures (none, from one Run) count as 0.
+			rf := func(f func(*RemoteResult) float64) Stat {
+				return pick(rs, func(r *Result) float64 {
+					if r.Remote == nil {
+						return 0
+					}
+					return f(r.Remote)
+				})
+			}
+			remote = &RemoteRow{
+				ResponderCPUPerMillion:  rf(func(r *RemoteResult) float64 { return r.ResponderCPUPerMillion }),
+				TranslatorCPUPerMillion: rf(func(r *RemoteResult) float64 { return r.TranslatorCPUPerMillion }),
+				ResponderOpsPerSec:      rf(func(r *RemoteResult) float64 { return r.ResponderOpsPerSec }),
+				OpsPerReport:            rf(func(r *RemoteResult) float64 { return r.OpsPerReport }),
+			}
+		}
 		c.Rows = append(c.Rows, Row{
 			Primitive: x.Primitive, Mode: x.Mode, Collector: x.Collector, PerDatagram: x.PerDatagram,
 			Offered:         pick(rs, func(r *Result) float64 { return r.Offered }),
@@ -110,6 +138,7 @@ func Combine(reps []*Report) *Combined {
 			OpsPerReport:    pick(rs, func(r *Result) float64 { return r.OpsPerReport }),
 			AllocsPerReport: pick(rs, func(r *Result) float64 { return r.AllocsPerReport }),
 			RSSBeyond:       pick(rs, func(r *Result) float64 { return float64(r.RSSBeyond) }),
+			Remote:          remote,
 		})
 	}
 	for _, q := range reps[0].Ratios {
@@ -124,14 +153,19 @@ func Combine(reps []*Report) *Combined {
 }
 
 // WriteTable writes the medians with their ranges (min..max) of the figures
-// that vary most, and the DTA/baseline ratios.
+// that vary most, and the DTA/baseline ratios; over a remote sink also the
+// columns Report.WriteTable adds.
 func (c *Combined) WriteTable(w io.Writer) error {
 	m := c.Machine
 	fmt.Fprintf(w, "# median (min..max) of %d runs; %d CPUs (%s), GOMAXPROCS %d, Linux %s, %s; %d sender(s), %d reader(s), %g s windows, %d keys, %s stores (%s, hash %s)\n",
 		c.Runs, m.CPUs, m.CPUModel, m.GOMAXPROCS, m.Kernel, m.GoVersion, c.Config.Senders, c.Config.Readers,
 		c.Config.DurationS, c.Config.Keys, mib(c.Config.Memory), c.Config.HugePages, c.Config.Hash)
+	remote := false
+	for _, x := range c.Rows {
+		remote = remote || x.Remote != nil
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "primitive\tmode\tper dgram\tcollector\toffered M/s\taccepted M/s\tkernel drop %\tapp drop %\tCPU s/M rep\tM rep/CPU s\tmem ops/rep\tallocs/rep\tRSS-regions MiB\t")
+	fmt.Fprintln(tw, tableHeader(remote))
 	ratios := map[string]RatioRow{}
 	for _, q := range c.Ratios {
 		ratios[q.Primitive+" "+q.Mode] = q
@@ -141,13 +175,22 @@ func (c *Combined) WriteTable(w io.Writer) error {
 		if x.Collector == DTA {
 			ops = fmt.Sprintf("%.3f", x.OpsPerReport.Median)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.3f\t%s\t%.2f\t%.2f\t%.3f\t%s\t%s\t%.4f\t%.1f\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.3f\t%s\t%.2f\t%.2f\t%.3f\t%s\t%s\t%.4f\t%.1f\t",
 			x.Primitive, x.Mode, x.PerDatagram, x.Collector, x.Offered.Median/1e6, rangeOf(x.Accepted, 1e6, "%.3f"),
 			x.KernelDropPct.Median, x.AppDropPct.Median, x.CPUPerMillion.Median, rangeOf(x.PerCore, 1e6, "%.2f"),
 			ops, x.AllocsPerReport.Median, x.RSSBeyond.Median/(1<<20))
+		if remote {
+			if q := x.Remote; q != nil {
+				fmt.Fprintf(tw, "%s\t%.3f\t%s\t%.3f\t", rangeOf(q.ResponderCPUPerMillion, 1, "%.3f"), q.TranslatorCPUPerMillion.Median,
+					rangeOf(q.ResponderOpsPerSec, 1e6, "%.3f"), q.OpsPerReport.Median)
+			} else {
+				fmt.Fprint(tw, "-\t-\t-\t-\t")
+			}
+		}
+		fmt.Fprintln(tw)
 		last := i+1 == len(c.Rows) || c.Rows[i+1].Primitive != x.Primitive || c.Rows[i+1].Mode != x.Mode
 		if q, ok := ratios[x.Primitive+" "+x.Mode]; ok && last && x.Collector == Baseline {
-			fmt.Fprintf(tw, "\t\t\tDTA/baseline\t\t%s\t\t\t\t%s\t\t\t\t\n", rangeOf(q.Accepted, 1, "%.2fx"), rangeOf(q.PerCore, 1, "%.2fx"))
+			fmt.Fprintf(tw, "\t\t\tDTA/baseline\t\t%s\t\t\t\t%s\t\t\t\t%s\n", rangeOf(q.Accepted, 1, "%.2fx"), rangeOf(q.PerCore, 1, "%.2fx"), remoteGap(remote))
 		}
 	}
 	return tw.Flush()

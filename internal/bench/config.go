@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/hashing"
-	"github.com/dta-go/dta/internal/memop"
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/wire/dta"
@@ -107,11 +106,13 @@ type Config struct {
 	Region     region.Config // page backing and pre-faulting of the stores (Size unused)
 	RecvBuffer int           // SO_RCVBUF of each reading socket, bytes
 
-	// SinkName names the sink in results; NewSink, if set, returns the sink
-	// the translator writes to instead of the local catalogue (the hook for a
-	// RoCE sink), and a function that releases it.
+	// SinkName names the sink in results. NewSink, if set, returns the sink
+	// each DTA run's translator writes to instead of the run's catalogue
+	// local (NewRoCESink: over RoCEv2 into a software RDMA responder serving
+	// local); the run drains it before its final counts and closes it at its
+	// end. The baseline has no sink.
 	SinkName string
-	NewSink  func(local *store.Catalog) (memop.Sink, func() error, error)
+	NewSink  func(local *store.Catalog) (Sink, error)
 
 	// Progress, if set, receives a progress line every second.
 	Progress io.Writer

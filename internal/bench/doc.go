@@ -11,7 +11,9 @@
 // the collector's CPU time per million reports (getrusage of the process minus
 // the sender threads), the memory operations per report counted from the op
 // stream (the paper's Fig. 8), allocations per report and resident memory
-// beyond the store regions.
+// beyond the store regions. Over a remote sink (Config.NewSink, NewRoCESink:
+// RoCEv2 into a software RDMA responder serving the stores) it also splits
+// the CPU between the responder and the translator.
 //
 // The package holds no flags (internal/cli's `dta bench` binds them) and writes
 // only the progress line it is given a writer for. It is a measurement tool:

@@ -16,14 +16,20 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 // WriteTable writes one line per run, and after each DTA/baseline pair a
 // line of ratios (DTA / baseline) of the accepted rate and of reports per CPU
-// second.
+// second. Runs over a remote sink add columns: the responder's and the
+// translator's CPU seconds per million reports, the ops the responder
+// executed per second and the RDMA ops sent per report.
 func (r *Report) WriteTable(w io.Writer) error {
 	m := r.Machine
 	fmt.Fprintf(w, "# %d CPUs (%s), GOMAXPROCS %d, Linux %s, %s; %d sender(s), %d reader(s), %g s windows, %d keys, %s stores (%s, hash %s)\n",
 		m.CPUs, m.CPUModel, m.GOMAXPROCS, m.Kernel, m.GoVersion, r.Config.Senders, r.Config.Readers,
 		r.Config.DurationS, r.Config.Keys, mib(r.Config.Memory), r.Config.HugePages, r.Config.Hash)
+	remote := false
+	for _, x := range r.Results {
+		remote = remote || x.Remote != nil
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "primitive\tmode\tper dgram\tcollector\toffered M/s\taccepted M/s\tkernel drop %\tapp drop %\tCPU s/M rep\tM rep/CPU s\tmem ops/rep\tallocs/rep\tRSS-regions MiB\t")
+	fmt.Fprintln(tw, tableHeader(remote))
 	ratios := map[string]Ratio{}
 	for _, q := range r.Ratios {
 		ratios[q.Primitive+" "+q.Mode] = q
@@ -33,16 +39,43 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if x.Collector == DTA {
 			ops = fmt.Sprintf("%.3f", x.OpsPerReport)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.3f\t%.3f\t%.2f\t%.2f\t%.3f\t%.2f\t%s\t%.4f\t%.1f\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.3f\t%.3f\t%.2f\t%.2f\t%.3f\t%.2f\t%s\t%.4f\t%.1f\t",
 			x.Primitive, x.Mode, x.PerDatagram, x.Collector, x.Offered/1e6, x.Accepted/1e6,
 			pct(x.KernelDrops, x.Sent), pct(x.AppDrops, x.Sent), x.CPUPerMillion, x.PerCore/1e6,
 			ops, x.AllocsPerReport, float64(x.RSSBeyond)/(1<<20))
+		if remote {
+			if q := x.Remote; q != nil {
+				fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%.3f\t", q.ResponderCPUPerMillion, q.TranslatorCPUPerMillion,
+					q.ResponderOpsPerSec/1e6, q.OpsPerReport)
+			} else {
+				fmt.Fprint(tw, "-\t-\t-\t-\t")
+			}
+		}
+		fmt.Fprintln(tw)
 		last := i+1 == len(r.Results) || r.Results[i+1].Primitive != x.Primitive || r.Results[i+1].Mode != x.Mode
 		if q, ok := ratios[x.Primitive+" "+x.Mode]; ok && last && x.Collector == Baseline {
-			fmt.Fprintf(tw, "\t\t\tDTA/baseline\t\t%.2fx\t\t\t\t%.2fx\t\t\t\t\n", q.Accepted, q.PerCore)
+			fmt.Fprintf(tw, "\t\t\tDTA/baseline\t\t%.2fx\t\t\t\t%.2fx\t\t\t\t%s\n", q.Accepted, q.PerCore, remoteGap(remote))
 		}
 	}
 	return tw.Flush()
+}
+
+// tableHeader is the header line of the tables, with the remote sink's
+// columns if remote.
+func tableHeader(remote bool) string {
+	h := "primitive\tmode\tper dgram\tcollector\toffered M/s\taccepted M/s\tkernel drop %\tapp drop %\tCPU s/M rep\tM rep/CPU s\tmem ops/rep\tallocs/rep\tRSS-regions MiB\t"
+	if remote {
+		h += "responder CPU s/M rep\ttranslator CPU s/M rep\tresponder M ops/s\trdma ops/rep\t"
+	}
+	return h
+}
+
+// remoteGap is the empty cells of the remote sink's columns on a ratio line.
+func remoteGap(remote bool) string {
+	if remote {
+		return "\t\t\t\t"
+	}
+	return ""
 }
 
 func pct(n, of uint64) float64 {

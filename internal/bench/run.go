@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"net/netip"
 	"runtime"
 	"runtime/debug"
@@ -59,6 +60,33 @@ type Result struct {
 	Backing          string  `json:"region_backing"`    // pages the regions got: 4k, thp or hugetlb
 	PoolBytes        uint64  `json:"sender_pool_bytes"` // the senders' datagram pool
 	RSSBeyond        int64   `json:"rss_beyond_regions_bytes"`
+
+	// Remote is set for DTA runs over a remote sink (Config.NewSink).
+	Remote *RemoteResult `json:"remote,omitempty"`
+}
+
+// RemoteResult is what a DTA run over a remote sink (NewRoCESink) measures
+// besides the figures of a local run. The responder stands in for the
+// collector's RDMA NIC and the translator for the switch: Result.CPUSeconds
+// (the process minus the senders) is split between them. Over such a sink a
+// report counts as accepted once the responder has executed its ops:
+// Result.Stored and Accepted are the reports the translator passed on, in the
+// proportion of the ops sent that the responder executed. Rates and CPU are
+// over the window; RDMA ops and packets per report and the totals over the
+// whole run, drained (exact: no report is half way at either end).
+type RemoteResult struct {
+	ResponderCPUSeconds     float64 `json:"responder_cpu_seconds"`  // the responder's receive thread
+	TranslatorCPUSeconds    float64 `json:"translator_cpu_seconds"` // cpu_seconds minus the responder's
+	ResponderCPUPerMillion  float64 `json:"responder_cpu_s_per_million_reports"`
+	TranslatorCPUPerMillion float64 `json:"translator_cpu_s_per_million_reports"`
+	ResponderOpsPerSec      float64 `json:"responder_ops_per_s"`     // ops the responder executed per second
+	OpsPerReport            float64 `json:"rdma_ops_per_report"`     // ops the requester sent per report accepted, whole run
+	PacketsPerReport        float64 `json:"rdma_packets_per_report"` // request packets sent (first transmissions) per report accepted, whole run
+
+	OpsSent     uint64 `json:"rdma_ops_sent"`
+	OpsApplied  uint64 `json:"rdma_ops_applied"`        // executed by the responder, after the drain
+	OpsLost     uint64 `json:"rdma_ops_lost"`           // lost with a connection, or refused by the responder
+	Retransmits uint64 `json:"rdma_retransmit_packets"` // go-back-N resends
 }
 
 // Ratio compares DTA with the baseline for one primitive and mode.
@@ -186,8 +214,17 @@ type collector interface {
 	run(ctx context.Context) error
 	close()
 	listener() *udp.Listener
-	counts() (stored, dropped uint64)
-	ops() (ops, bytes uint64) // memory ops applied (DTA)
+	// counts returns the reports taken (DTA: the translator passed them to
+	// its sink) and dropped; readCounters makes the accepted count of them.
+	counts() (taken, dropped uint64)
+	ops() (ops, bytes uint64) // memory ops applied by the local sink (DTA)
+	// sinkStats returns the counters of a remote sink, if there is one.
+	sinkStats() (SinkStats, bool)
+	// drainSink waits until a remote sink has applied every op it took.
+	drainSink() error
+	// release frees what close leaves for after run has returned (a remote
+	// sink: run writes out what the translator still holds through it).
+	release() error
 }
 
 func (b *bench) udpConfig(m Mode) udp.Config {
@@ -212,13 +249,28 @@ func (b *bench) newCollector(name string, m Mode, cat *store.Catalog) (collector
 		return baselineCollector{c}, nil
 	}
 	var sink memop.Sink = cat
-	var release func() error
+	var remote Sink
 	if b.cfg.NewSink != nil {
 		var err error
-		if sink, release, err = b.cfg.NewSink(cat); err != nil {
-			return nil, fmt.Errorf("bench: sink: %w", err)
+		if remote, err = b.cfg.NewSink(cat); err != nil {
+			return nil, fmt.Errorf("bench: %s sink: %w", b.cfg.SinkName, err)
 		}
+		sink = remote
 	}
+	c, err := newDTACollector(b.udpConfig(m), cat, sink)
+	if err != nil {
+		if remote != nil {
+			remote.Close()
+		}
+		return nil, err
+	}
+	c.sink = remote
+	return c, nil
+}
+
+// newDTACollector builds the translator over cat's stores, writing to sink,
+// behind its UDP ingest.
+func newDTACollector(uc udp.Config, cat *store.Catalog, sink memop.Sink) (*dtaCollector, error) {
 	tr, err := translator.New(translator.DefaultConfig(), cat.Descriptors(), sink, nil)
 	if err != nil {
 		return nil, err
@@ -232,29 +284,31 @@ func (b *bench) newCollector(name string, m Mode, cat *store.Catalog) (collector
 			}
 		}
 	}
-	in, err := ingest.New(ingest.Config{UDP: b.udpConfig(m), AckPort: 0, Tick: time.Millisecond}, tr, nil)
+	in, err := ingest.New(ingest.Config{UDP: uc, AckPort: 0, Tick: time.Millisecond}, tr, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &dtaCollector{in: in, tr: tr, cat: cat, release: release}, nil
+	return &dtaCollector{in: in, tr: tr, cat: cat}, nil
 }
 
 type dtaCollector struct {
-	in      *ingest.Ingest
-	tr      *translator.Translator
-	cat     *store.Catalog
-	release func() error
+	in   *ingest.Ingest
+	tr   *translator.Translator
+	cat  *store.Catalog
+	sink Sink // remote sink, nil for the local one (cat)
 }
 
 func (c *dtaCollector) addr() netip.AddrPort          { return c.in.LocalAddr() }
 func (c *dtaCollector) run(ctx context.Context) error { return c.in.Run(ctx) }
 func (c *dtaCollector) listener() *udp.Listener       { return c.in.Listener() }
-func (c *dtaCollector) close() {
-	c.in.Close()
-	if c.release != nil {
-		c.release()
+func (c *dtaCollector) close()                        { c.in.Close() }
+func (c *dtaCollector) release() error {
+	if c.sink == nil {
+		return nil
 	}
+	return c.sink.Close()
 }
+
 func (c *dtaCollector) counts() (uint64, uint64) {
 	st := c.tr.Stats()
 	var n uint64
@@ -263,9 +317,39 @@ func (c *dtaCollector) counts() (uint64, uint64) {
 	}
 	return n, st.Dropped()
 }
+
+// scale returns n * a / of, with a capped at of (0 if of is 0), exactly.
+func scale(n, a, of uint64) uint64 {
+	if of == 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(n, min(a, of))
+	q, _ := bits.Div64(hi, lo, of) // hi < of: n*a < 2^64*of
+	return q
+}
+
 func (c *dtaCollector) ops() (uint64, uint64) {
 	st := c.cat.Stats()
 	return st.Ops.Load(), st.Bytes.Load()
+}
+
+func (c *dtaCollector) sinkStats() (SinkStats, bool) {
+	if c.sink == nil {
+		return SinkStats{}, false
+	}
+	return c.sink.Stats(), true
+}
+
+// sinkDrainTimeout bounds the wait for a remote sink's last acknowledgements.
+const sinkDrainTimeout = 10 * time.Second
+
+func (c *dtaCollector) drainSink() error {
+	if c.sink == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sinkDrainTimeout)
+	defer cancel()
+	return c.sink.Drain(ctx)
 }
 
 type baselineCollector struct{ c *baseline.Collector }
@@ -275,6 +359,9 @@ func (c baselineCollector) run(ctx context.Context) error { return c.c.Run(ctx) 
 func (c baselineCollector) close()                        { c.c.Close() }
 func (c baselineCollector) listener() *udp.Listener       { return c.c.Listener() }
 func (c baselineCollector) ops() (uint64, uint64)         { return 0, 0 }
+func (c baselineCollector) sinkStats() (SinkStats, bool)  { return SinkStats{}, false }
+func (c baselineCollector) drainSink() error              { return nil }
+func (c baselineCollector) release() error                { return nil }
 func (c baselineCollector) counts() (uint64, uint64) {
 	st := c.c.Stats()
 	var n uint64
@@ -284,14 +371,39 @@ func (c baselineCollector) counts() (uint64, uint64) {
 	return n, st.Dropped()
 }
 
+// counters is what a collector has done so far.
+type counters struct {
+	stored, dropped uint64    // reports accepted and dropped
+	ops, bytes      uint64    // memory ops applied to the stores, and their bytes (DTA)
+	sink            SinkStats // a remote sink's counters
+	remote          bool      // there is a remote sink
+}
+
+// readCounters reads c's counters. Over a remote sink a report is accepted
+// once its ops have been executed: the reports the translator passed on count
+// in the proportion of the ops sent that the remote side executed (read after
+// the reports, and the two from one reading of the sink, so that the
+// proportion errs low, by at most the ops of one sink call). Drained, the
+// proportion is 1 unless ops were lost.
+func readCounters(c collector) counters {
+	var k counters
+	k.stored, k.dropped = c.counts()
+	if k.sink, k.remote = c.sinkStats(); k.remote {
+		k.stored = scale(k.stored, k.sink.Applied, k.sink.Ops)
+		k.ops, k.bytes = k.sink.Applied, k.sink.AppliedBytes
+	} else {
+		k.ops, k.bytes = c.ops()
+	}
+	return k
+}
+
 // snapshot is the counters at one instant.
 type snapshot struct {
-	at              time.Time
-	sent            uint64 // reports
-	stored, dropped uint64
-	proc, senders   time.Duration
-	ops, bytes      uint64
-	rt              runtimeStats
+	at            time.Time
+	sent          uint64 // reports
+	proc, senders time.Duration
+	counters
+	rt runtimeStats
 }
 
 func (b *bench) snap(c collector, senders []*sender, per int) snapshot {
@@ -300,8 +412,7 @@ func (b *bench) snap(c collector, senders []*sender, per int) snapshot {
 		s.sent += sd.sent.Load() * uint64(per)
 		s.senders += threadCPU(int(sd.tid.Load()))
 	}
-	s.stored, s.dropped = c.counts()
-	s.ops, s.bytes = c.ops()
+	s.counters = readCounters(c)
 	return s
 }
 
@@ -346,6 +457,7 @@ func (b *bench) run(ctx context.Context, name string, m Mode, w *Workload, cat *
 		if err != nil {
 			stopSenders()
 			stopCollector()
+			c.release()
 			return nil, fmt.Errorf("bench: sender: %w", err)
 		}
 		senders = append(senders, s)
@@ -384,12 +496,23 @@ func (b *bench) run(ctx context.Context, name string, m Mode, w *Workload, cat *
 
 	stopSenders()
 	drain(c)
-	stored, dropped := c.counts()
 	lst := c.listener()
-	kernel := lst.KernelDrops()
+	kernel := lst.KernelDrops() // from the socket, while it is open
 	ls := lst.Stats()
 	res.DatagramsPerRead = float64(ls.Datagrams.Load()) / float64(max(ls.Batches.Load(), 1))
+	// The collector stops reading (datagrams left in its socket buffers are
+	// unaccounted) and writes out what it still holds; then a remote sink is
+	// drained, so that the reports counted have had their ops executed.
 	err = stopCollector()
+	sinkErr := c.drainSink()
+	final := readCounters(c)
+	stored, dropped := final.stored, final.dropped
+	if rerr := c.release(); rerr != nil && sinkErr == nil {
+		sinkErr = rerr
+	}
+	if err == nil && sinkErr != nil {
+		err = fmt.Errorf("%s sink: %w", b.cfg.SinkName, sinkErr)
+	}
 	if b.cfg.Progress != nil {
 		fmt.Fprintln(b.cfg.Progress)
 	}
@@ -419,6 +542,9 @@ func (b *bench) run(ctx context.Context, name string, m Mode, w *Workload, cat *
 	if cpu > 0 {
 		res.PerCore = float64(stWin) / cpu.Seconds()
 	}
+	if final.remote {
+		res.Remote = remoteResult(s0, s1, final.sink, cpu, stWin, stored, res.Seconds)
+	}
 	res.GCs = s1.rt.gcs - s0.rt.gcs
 	if interrupted {
 		return res, ctx.Err()
@@ -427,6 +553,32 @@ func (b *bench) run(ctx context.Context, name string, m Mode, w *Workload, cat *
 		return res, fmt.Errorf("bench: %s collector: %w", name, err)
 	}
 	return res, nil
+}
+
+// remoteResult computes the figures of a run over a remote sink: the split of
+// cpu (the process minus the senders) over the window [s0, s1], in which stWin
+// reports were accepted, and the sink's totals final, when stored reports
+// were accepted in the whole run.
+func remoteResult(s0, s1 snapshot, final SinkStats, cpu time.Duration, stWin, stored uint64, seconds float64) *RemoteResult {
+	d0, d1 := s0.sink, s1.sink
+	resp := d1.RemoteCPU - d0.RemoteCPU
+	r := &RemoteResult{
+		ResponderCPUSeconds: resp.Seconds(), TranslatorCPUSeconds: (cpu - resp).Seconds(),
+		OpsSent: final.Ops, OpsApplied: final.Applied, OpsLost: final.Lost, Retransmits: final.Retransmits,
+	}
+	if seconds > 0 {
+		r.ResponderOpsPerSec = float64(d1.Applied-d0.Applied) / seconds
+	}
+	if stWin > 0 {
+		m := float64(stWin) / 1e6
+		r.ResponderCPUPerMillion = r.ResponderCPUSeconds / m
+		r.TranslatorCPUPerMillion = r.TranslatorCPUSeconds / m
+	}
+	if stored > 0 {
+		r.OpsPerReport = float64(final.Ops) / float64(stored)
+		r.PacketsPerReport = float64(final.Packets) / float64(stored)
+	}
+	return r
 }
 
 // sleep waits for d or until ctx is done, and reports the latter.
@@ -442,7 +594,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // drain waits until the collector has taken in what is left in its socket
-// buffers: its counters stop moving for 200 ms (at most 3 s).
+// buffers: its counters stop moving for 200 ms (at most 3 s). A remote sink
+// may still be executing ops: see drainSink.
 func drain(c collector) {
 	deadline := time.Now().Add(3 * time.Second)
 	stored, dropped := c.counts()

@@ -3,12 +3,16 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dta-go/dta/internal/primitive/keywrite"
 	"github.com/dta-go/dta/internal/region"
+	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/wire/dta"
 )
 
@@ -142,5 +146,187 @@ func TestCombineTakesMediansAndRanges(t *testing.T) {
 	var b bytes.Buffer
 	if err := c.WriteTable(&b); err != nil || !strings.Contains(b.String(), "3.00x (1.00x..4.00x)") {
 		t.Errorf("table %v:\n%s", err, b.String())
+	}
+	if strings.Contains(b.String(), "responder") {
+		t.Errorf("remote sink columns without a remote sink:\n%s", b.String())
+	}
+}
+
+func TestCombineKeepsTheRemoteSinksFigures(t *testing.T) {
+	mk := func(ops float64) *Report {
+		return &Report{Results: []Result{{Primitive: "keywrite", Mode: "multi/recvmmsg", Collector: DTA, Sink: "roce",
+			Remote: &RemoteResult{ResponderOpsPerSec: ops, ResponderCPUPerMillion: 2 * ops / 1e6}}}}
+	}
+	c := Combine([]*Report{mk(1e6), mk(3e6), mk(2e6)})
+	if len(c.Rows) != 1 || c.Rows[0].Remote == nil || c.Rows[0].Remote.ResponderOpsPerSec != (Stat{Median: 2e6, Min: 1e6, Max: 3e6}) {
+		t.Fatalf("%+v", c.Rows)
+	}
+	var b bytes.Buffer
+	if err := c.WriteTable(&b); err != nil || !strings.Contains(b.String(), "2.000 (1.000..3.000)") || !strings.Contains(b.String(), "4.000 (2.000..6.000)") {
+		t.Errorf("table %v:\n%s", err, b.String())
+	}
+}
+
+// checkedSink is a RoCE sink that, before it is released at the end of a
+// run, looks at what reached the run's catalogue.
+type checkedSink struct {
+	Sink
+	local *store.Catalog
+	check func(local *store.Catalog)
+}
+
+func (s checkedSink) Close() error {
+	s.check(s.local)
+	return s.Sink.Close()
+}
+
+// sentValues decodes the datagrams of the workload a run of cfg sends, and
+// returns the values sent under each key (Key-Write) or to each list
+// (Append).
+func sentValues(t *testing.T, cfg Config, p dta.Primitive) map[string]map[uint32]bool {
+	t.Helper()
+	w, err := NewWorkload(p, MaxPerDatagram(p), cfg.Keys, cfg.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := map[string]map[uint32]bool{}
+	var dg dta.Datagram
+	var r dta.Report
+	for i := range w.Datagrams() {
+		if err := (dta.Decoder{}).Decode(w.Datagram(i), &dg); err != nil {
+			t.Fatal(err)
+		}
+		for dg.Next(&r) == nil {
+			k := string(r.Key)
+			if p == dta.Append {
+				k = strconv.Itoa(int(r.List))
+			}
+			if sent[k] == nil {
+				sent[k] = map[uint32]bool{}
+			}
+			sent[k][binary.BigEndian.Uint32(r.Value)] = true
+		}
+	}
+	return sent
+}
+
+func TestRunOverRoCE(t *testing.T) {
+	for _, p := range []dta.Primitive{dta.KeyWrite, dta.Append} {
+		t.Run(p.String()+" reports reach the stores through the responder", func(t *testing.T) {
+			cfg := smallConfig(p)
+			cfg.Baseline = false
+			// Enough reports to send the pool (4096 reports over 1024 keys)
+			// round twice; few enough for the responder under -race (~20k
+			// ops/s) to absorb them in a second.
+			cfg.Duration, cfg.Rate = 200*time.Millisecond, 40_000
+			sent := sentValues(t, cfg, p)
+			var found, wrong, entries, heads uint64
+			var localOps uint64
+			check := func(local *store.Catalog) {
+				st := local.Stores()[0]
+				localOps = local.Stats().Ops.Load()
+				switch p {
+				case dta.KeyWrite:
+					var dst []byte
+					for k, vals := range sent {
+						key := keywrite.CompatKey(binary.BigEndian.Uint32([]byte(k)))
+						r, err := st.KeyWrite.Query(key[:], Redundancy, 0, dst[:0])
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if r.Status == keywrite.Found {
+							found++
+							if !vals[binary.BigEndian.Uint32(r.Value)] {
+								wrong++
+							}
+						}
+					}
+				case dta.Append:
+					for l := range uint32(AppendLists) {
+						h, err := st.Append.Head(l)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						heads += h
+						pr, err := st.Append.Poll(l, 0, int(h), nil)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						for i := range pr.Count {
+							entries++
+							if !sent[strconv.Itoa(int(l))][binary.BigEndian.Uint32(pr.Data[4*i:])] {
+								wrong++
+							}
+						}
+					}
+				}
+			}
+			cfg.SinkName = "roce"
+			cfg.NewSink = func(local *store.Catalog) (Sink, error) {
+				s, err := NewRoCESink(local)
+				if err != nil {
+					return nil, err
+				}
+				return checkedSink{Sink: s, local: local, check: check}, nil
+			}
+			rep, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Results) != 1 {
+				t.Fatalf("%d results, want 1", len(rep.Results))
+			}
+			r := rep.Results[0]
+			if r.Remote != nil {
+				t.Logf("accepted %d reports at %.0f/s; remote %+v", r.Stored, r.Accepted, *r.Remote)
+			}
+			if r.Sink != "roce" || r.Remote == nil || r.Accepted <= 0 || r.Stored == 0 || r.AppDrops != 0 {
+				t.Fatalf("%+v", r)
+			}
+			// Drained: every report sent was accepted (its ops executed) or
+			// dropped by the kernel.
+			if r.Unaccounted != 0 {
+				t.Errorf("%d reports sent, %d accepted, %d dropped by the kernel: %d unaccounted", r.Sent, r.Stored, r.KernelDrops, r.Unaccounted)
+			}
+			rr := r.Remote
+			if rr.OpsSent == 0 || rr.OpsApplied != rr.OpsSent || rr.OpsLost != 0 || rr.ResponderOpsPerSec <= 0 {
+				t.Errorf("the responder executed %d of the %d ops sent (%d lost, %.0f/s)", rr.OpsApplied, rr.OpsSent, rr.OpsLost, rr.ResponderOpsPerSec)
+			}
+			if localOps != 0 {
+				t.Errorf("%d ops went through the local sink", localOps)
+			}
+			if rr.ResponderCPUSeconds <= 0 || rr.TranslatorCPUSeconds <= 0 || rr.ResponderCPUSeconds >= r.CPUSeconds {
+				t.Errorf("CPU: responder %.4f s, translator %.4f s, both %.4f s", rr.ResponderCPUSeconds, rr.TranslatorCPUSeconds, r.CPUSeconds)
+			}
+			switch p {
+			case dta.KeyWrite:
+				// Every op is one 8-byte WRITE (4-byte value and checksum)
+				// in one packet: exactly 2 per report over the whole run,
+				// drained. Over the window, the counters read one after the
+				// other skew it by up to one sink call's ops (244) at either
+				// end, of some 5000.
+				if r.OpsPerReport < 1.9 || r.OpsPerReport > 2.1 || rr.OpsPerReport != 2 || rr.PacketsPerReport != 2 {
+					t.Errorf("ops per report: executed %.3f, sent %.3f, packets %.3f; want 2", r.OpsPerReport, rr.OpsPerReport, rr.PacketsPerReport)
+				}
+				t.Logf("%d of %d keys found", found, len(sent))
+				if found < uint64(len(sent))*9/10 || wrong != 0 {
+					t.Errorf("%d of %d keys found, %d with a value never sent", found, len(sent), wrong)
+				}
+			case dta.Append:
+				if heads != r.Stored || entries != heads || wrong != 0 {
+					t.Errorf("%d entries published, %d read (%d never sent); %d reports accepted", heads, entries, wrong, r.Stored)
+				}
+			}
+			var tb, js bytes.Buffer
+			if err := rep.WriteTable(&tb); err != nil || !strings.Contains(tb.String(), "responder CPU s/M rep") {
+				t.Errorf("table %v:\n%s", err, tb.String())
+			}
+			if err := rep.WriteJSON(&js); err != nil || !strings.Contains(js.String(), `"responder_cpu_s_per_million_reports"`) {
+				t.Errorf("JSON %v:\n%s", err, js.String())
+			}
+		})
 	}
 }

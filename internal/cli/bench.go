@@ -44,9 +44,10 @@ func newBenchCmd() *cobra.Command {
 		Long: `bench measures the whole pipeline on this machine: sender threads send
 DTA reports over loopback UDP (sendmmsg), the collector reads them (recvmmsg
 or one read per datagram), translates them and writes them into its stores
-through the local sink. Then, over the same datagrams, it measures a baseline
-collector written without DTA: it parses every report and inserts it into a
-sharded Go hash table keyed by flow, or appends it to an in-memory log.
+(through the local sink, or over RoCEv2 with --sink roce). Then, over the
+same datagrams, it measures a baseline collector written without DTA: it
+parses every report and inserts it into a sharded Go hash table keyed by
+flow, or appends it to an in-memory log.
 
 For every primitive and mode it reports the offered and accepted rates, the
 drops (kernel: receive buffer overflow; app: refused reports), the
@@ -61,11 +62,25 @@ and values; Key-Write and Key-Increment N = 2, 5-hop postcard paths, Append
 batches of 16) over --keys flows. Modes: single or multi (as many reports
 as fit 1472 bytes, or multiN), then /recvmmsg or /read.
 
+--sink roce puts RoCEv2 between the translator and the stores, as dta
+translator and dta collector do across machines: each DTA run starts a
+software RDMA responder on 127.0.0.1 serving the stores (memory regions and
+store advertisement, as dta collector), and the translator dials it and sends
+its ops as RDMA WRITE, WRITE with immediate and FETCH_ADD packets over
+loopback. The responder stands in for the collector's RDMA NIC, the
+translator for the switch. A report counts as accepted once the responder has
+executed its ops (every op is drained before the final counts). CPU s/M rep
+is still the process minus the senders; extra columns split it into the
+responder's receive thread and the rest (the translator), and give the ops
+the responder executed per second and the RDMA ops sent per report. The
+baseline is unchanged.
+
 A progress line goes to stderr every second (-q silences it).`,
 		Example: `  dta bench
   dta bench --primitive keywrite --mode multi/recvmmsg --duration 5s
   dta bench --repeat 3 -o json > bench.json
-  dta bench --primitive append --mode multi16/recvmmsg --rate 2e6`,
+  dta bench --primitive append --mode multi16/recvmmsg --rate 2e6
+  dta bench --sink roce --primitive keywrite,append --mode multi/recvmmsg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.complete(); err != nil {
@@ -94,7 +109,7 @@ A progress line goes to stderr every second (-q silences it).`,
 	fl.StringVar(&o.hugePages, "hugepages", d.Region.HugePages.String(), "store pages: off, madvise or hugetlb")
 	fl.BoolVar(&o.prefault, "prefault", d.Region.Prefault, "touch every store page before measuring")
 	fl.StringVar(&o.recvBuffer, "recv-buffer", "64MiB", "SO_RCVBUF of each collector socket")
-	fl.StringVar(&o.sink, "sink", "local", "where the translator writes: local (the roce sink is not available yet)")
+	fl.StringVar(&o.sink, "sink", "local", "where the translator writes: local (into the stores, in-process) or roce (RoCEv2 over loopback to a software RDMA responder serving the stores)")
 	fl.StringVarP(&o.output, "output", "o", "table", "output: table or json")
 	fl.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
 	fl.StringVar(&o.jsonFile, "json", "", "also write the JSON output to `file`")
@@ -146,7 +161,7 @@ func (o *benchOptions) complete() error {
 	case "local":
 		c.SinkName = "local"
 	case "roce":
-		return usageError("--sink roce: the RoCE sink is not available yet (bench.Config.NewSink is its hook)")
+		c.SinkName, c.NewSink = "roce", bench.NewRoCESink
 	default:
 		return usageError("--sink: %q is not local or roce", o.sink)
 	}

@@ -23,7 +23,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"--duration", "61s"},
 		{"--mode", "multi"},
 		{"--primitive", "sketch"},
-		{"--sink", "roce"},
+		{"--sink", "verbs"},
 		{"--repeat", "0"},
 		{"--memory", "lots"},
 		{"-o", "yaml"},
@@ -62,5 +62,42 @@ func TestBenchRunsAndWritesJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Results) != 2 || len(rep.Ratios) != 1 || rep.Results[0].Accepted <= 0 {
 		t.Errorf("JSON %v: %s", err, b)
+	}
+}
+
+func TestBenchOverRoCEReportsTheResponderApart(t *testing.T) {
+	code, out, errs := runBenchArgs(t, "--sink", "roce", "--primitive", "keywrite", "--mode", "multi/recvmmsg",
+		"--duration", "100ms", "--warmup", "10ms", "--memory", "1MiB", "--keys", "1024", "--hugepages", "off",
+		"--recv-buffer", "4MiB", "--rate", "20000", "-q", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep struct {
+		Results []struct {
+			Collector string  `json:"collector"`
+			Sink      string  `json:"sink"`
+			Accepted  float64 `json:"accepted_per_s"`
+			Remote    *struct {
+				ResponderCPU float64 `json:"responder_cpu_s_per_million_reports"`
+				OpsPerSec    float64 `json:"responder_ops_per_s"`
+				OpsPerReport float64 `json:"rdma_ops_per_report"`
+				Sent         uint64  `json:"rdma_ops_sent"`
+				Applied      uint64  `json:"rdma_ops_applied"`
+			} `json:"remote"`
+		} `json:"results"`
+		Ratios []struct{} `json:"ratios"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Results) != 2 || len(rep.Ratios) != 1 {
+		t.Fatalf("JSON %v: %s", err, out)
+	}
+	d, b := rep.Results[0], rep.Results[1]
+	if d.Collector != "dta" || d.Sink != "roce" || d.Accepted <= 0 || d.Remote == nil {
+		t.Fatalf("DTA over RoCE: %s", out)
+	}
+	if r := d.Remote; r.ResponderCPU <= 0 || r.OpsPerSec <= 0 || r.OpsPerReport != 2 || r.Sent == 0 || r.Applied != r.Sent {
+		t.Errorf("responder figures %+v", *r)
+	}
+	if b.Collector != "baseline" || b.Sink != "" || b.Remote != nil || b.Accepted <= 0 {
+		t.Errorf("the baseline changed with the sink: %+v", b)
 	}
 }

@@ -90,15 +90,34 @@ func New(cfg Config, logger *slog.Logger) (*Collector, error) {
 	return c, nil
 }
 
-// startResponder registers every store as a memory region of a new
-// responder and advertises them; immediates become catalogue notifications.
+// startResponder runs NewResponder over the collector's stores and adds the
+// responder's counters to /metrics.
 func (c *Collector) startResponder(rc rdma.ResponderConfig) error {
-	resp, err := rdma.NewResponder(rc, c.logger)
+	resp, err := NewResponder(c.cat, rc, c.logger)
 	if err != nil {
-		return fmt.Errorf("collector: rdma responder: %w", err)
+		return err
+	}
+	if err := c.reg.Register(metrics.Responder{R: resp}); err != nil {
+		resp.Close()
+		return err
+	}
+	c.resp = resp
+	return nil
+}
+
+// NewResponder binds a software RoCEv2 responder serving cat's stores as the
+// collector does: every store registered as a memory region (remote write;
+// Key-Increment stores also remote atomics), the store table posted as the
+// advertisement on every connection, and the immediates of writes with
+// immediate delivered as cat's notifications. The caller runs and closes it;
+// cat must outlive it. logger may be nil.
+func NewResponder(cat *store.Catalog, rc rdma.ResponderConfig, logger *slog.Logger) (*rdma.Responder, error) {
+	resp, err := rdma.NewResponder(rc, logger)
+	if err != nil {
+		return nil, fmt.Errorf("collector: rdma responder: %w", err)
 	}
 	var adv []store.Advertised
-	for _, s := range c.cat.Stores() {
+	for _, s := range cat.Stores() {
 		access := rdma.AccessRemoteWrite
 		if s.Primitive == dta.KeyIncrement {
 			access |= rdma.AccessRemoteAtomic
@@ -106,25 +125,20 @@ func (c *Collector) startResponder(rc rdma.ResponderConfig) error {
 		mr, err := resp.RegisterMR(s.Name, s.Region, access)
 		if err != nil {
 			resp.Close()
-			return fmt.Errorf("collector: register store %s: %w", s.Name, err)
+			return nil, fmt.Errorf("collector: register store %s: %w", s.Name, err)
 		}
 		adv = append(adv, store.Advertised{Descriptor: s.Descriptor, VA: mr.VA, RKey: mr.RKey, Length: mr.Length})
 	}
 	b, err := store.AppendAdvertisement(nil, adv)
 	if err != nil {
 		resp.Close()
-		return fmt.Errorf("collector: %w", err)
+		return nil, fmt.Errorf("collector: %w", err)
 	}
 	resp.SetAdvertisement(b)
 	resp.OnImmediate(func(im rdma.Immediate) {
-		c.cat.Notify(store.Notification{Store: im.MR, Offset: im.Offset, Imm: im.Imm})
+		cat.Notify(store.Notification{Store: im.MR, Offset: im.Offset, Imm: im.Imm})
 	})
-	if err := c.reg.Register(metrics.Responder{R: resp}); err != nil {
-		resp.Close()
-		return err
-	}
-	c.resp = resp
-	return nil
+	return resp, nil
 }
 
 // RDMAAddr is the address the RoCEv2 responder listens on (invalid when the

@@ -80,6 +80,14 @@ type ResponderConfig struct {
 	// packet sent and every valid packet received, for tshark. Capturing
 	// costs an allocation-free but serialised encode per packet.
 	Capture io.Writer
+	// OnReadLoop, if set, makes Run lock the goroutine that receives and
+	// executes every request to its OS thread (runtime.LockOSThread) and
+	// call OnReadLoop on it, once, before the first packet: what it notes
+	// of the thread (its ID, for per-thread CPU accounting as dta bench
+	// does) then holds for all the responder's packet work. It must not
+	// block. Locking costs a thread hand-off at each wake-up: leave it nil
+	// outside measurements.
+	OnReadLoop func()
 }
 
 // DefaultResponderConfig returns the defaults documented on

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -216,6 +217,11 @@ func (r *Responder) Run(ctx context.Context) error {
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Go(r.timerLoop)
+	if r.cfg.OnReadLoop != nil {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		r.cfg.OnReadLoop()
+	}
 	err := r.readLoop()
 	r.Close()
 	wg.Wait()

@@ -1,0 +1,126 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync/atomic"
+	"time"
+
+	collectorpkg "github.com/dta-go/dta/internal/collector" // bench has its own collector type
+	"github.com/dta-go/dta/internal/memop"
+	"github.com/dta-go/dta/internal/rdma"
+	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/internal/uplink"
+)
+
+// roceSink is a run's translator writing over RoCEv2, through the loopback,
+// into a software responder that serves the run's catalogue: the two halves
+// of `dta translator --collector` and `dta collector` in one process. The
+// responder stands in for the collector's RDMA NIC, the translator for the
+// switch.
+type roceSink struct {
+	req  *rdma.Requester // the uplink's sink
+	up   *uplink.Uplink
+	resp *rdma.Responder
+	stop context.CancelFunc
+	done chan error   // the responder's Run
+	tid  atomic.Int64 // the OS thread the responder receives and executes on
+}
+
+// dialTimeout bounds the CM handshake and the advertisement on loopback.
+const dialTimeout = 10 * time.Second
+
+// NewRoCESink is a Config.NewSink that writes over RoCEv2: it starts a
+// software RDMA responder on 127.0.0.1 (a free port) serving local's stores
+// as `dta collector` does (collector.NewResponder: every store a registered
+// memory region, the store table advertised on each connection), and dials
+// it as `dta translator` does (uplink.Dial, default requester settings). The
+// translator's ops travel as RDMA WRITE, WRITE with immediate and FETCH_ADD
+// packets and land in local's regions only once the responder executed them.
+//
+// The responder's receive goroutine is locked to its OS thread
+// (rdma.ResponderConfig.OnReadLoop), so that its CPU time is read from the
+// thread's schedstat as the senders' is: every request is parsed, checked,
+// executed and acknowledged there. Its timer goroutine (retransmission
+// timeouts, a tick every 25 ms) runs elsewhere and counts as the
+// translator's.
+func NewRoCESink(local *store.Catalog) (Sink, error) {
+	s := &roceSink{done: make(chan error, 1)}
+	rc := rdma.DefaultResponderConfig()
+	rc.Addr = "127.0.0.1:0"
+	rc.OnReadLoop = func() { s.tid.Store(int64(threadID())) }
+	resp, err := collectorpkg.NewResponder(local, rc, nil)
+	if err != nil {
+		return nil, fmt.Errorf("responder: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.resp, s.stop = resp, cancel
+	go func() { s.done <- resp.Run(ctx) }()
+
+	rq := rdma.DefaultRequesterConfig()
+	rq.Collector = resp.LocalAddr()
+	dctx, dcancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer dcancel()
+	up, err := uplink.Dial(dctx, rq, nil)
+	if err != nil {
+		s.stopResponder()
+		return nil, fmt.Errorf("dial: %w", err)
+	}
+	s.up, s.req = up, up.Requester()
+	// The translator is built over local's descriptors: the advertisement
+	// must name the same stores in the same order.
+	if !reflect.DeepEqual(up.Descriptors(), local.Descriptors()) {
+		s.Close()
+		return nil, errors.New("the responder advertised other stores than the run's catalogue holds")
+	}
+	return s, nil
+}
+
+// Apply sends ops as RDMA WRITE, WRITE with immediate and FETCH_ADD packets,
+// blocking while the requester's window is full.
+func (s *roceSink) Apply(ops []memop.Op) error { return s.req.Apply(ops) }
+
+// Drain waits until the responder acknowledged every op sent (it executes an
+// op before acknowledging it).
+func (s *roceSink) Drain(ctx context.Context) error {
+	if err := s.up.Flush(ctx); err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	return nil
+}
+
+// Stats reads the requester's counters, then the responder's.
+func (s *roceSink) Stats() SinkStats {
+	q, r := s.req.Stats(), s.resp.Stats()
+	st := SinkStats{
+		Ops:         q.Writes.Load() + q.WriteImms.Load() + q.FetchAdds.Load(),
+		Packets:     q.Packets.Load(),
+		Retransmits: q.Retransmits.Load(),
+		Lost:        q.OpsLost.Load() + q.OpsFailed.Load(),
+	}
+	atomics := r.Atomics.Load()
+	st.Applied = r.Writes.Load() + atomics
+	st.AppliedBytes = r.WriteBytes.Load() + 8*atomics
+	st.RemoteCPU = threadCPU(int(s.tid.Load()))
+	return st
+}
+
+// Close disconnects the requester, then stops the responder.
+func (s *roceSink) Close() error {
+	err := s.up.Close()
+	if rerr := s.stopResponder(); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("close: %w", err)
+	}
+	return nil
+}
+
+func (s *roceSink) stopResponder() error {
+	s.stop()
+	s.resp.Close()
+	return <-s.done
+}

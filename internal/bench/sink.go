@@ -1,0 +1,35 @@
+package bench
+
+import (
+	"context"
+	"time"
+
+	"github.com/dta-go/dta/internal/memop"
+)
+
+// Sink is where a run's DTA translator writes instead of the run's catalogue
+// (Config.NewSink), with what the run measures of it. The run makes one per
+// DTA run and closes it at the end of the run.
+type Sink interface {
+	memop.Sink
+	// Drain waits until every op the sink has taken so far has been applied
+	// to the stores, or ctx is done. An error means some never will be.
+	Drain(ctx context.Context) error
+	// Stats returns the sink's counters since it was made.
+	Stats() SinkStats
+	// Close releases the sink. The run calls it once, after the translator
+	// has stopped.
+	Close() error
+}
+
+// SinkStats are a Sink's counters since it was made. Ops is read before
+// Applied, so that Applied <= Ops unless ops were applied twice.
+type SinkStats struct {
+	Ops          uint64        // ops taken from the translator (RoCE: WRITE, WRITE with immediate and FETCH_ADD sent)
+	Packets      uint64        // request packets sent, first transmissions
+	Retransmits  uint64        // request packets resent
+	Lost         uint64        // ops taken that will never be applied (connection lost, refused by the remote side)
+	Applied      uint64        // ops applied to the stores (RoCE: executed by the responder)
+	AppliedBytes uint64        // bytes they wrote (8 per fetch-and-add)
+	RemoteCPU    time.Duration // CPU time of the remote side (RoCE: the responder's receive thread)
+}
