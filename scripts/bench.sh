@@ -89,4 +89,10 @@ if want e2e; then
     "$OUT/dta" bench --repeat 3 --json "$OUT/e2e.json" | tee "$OUT/e2e.txt"
     "$OUT/dta" bench --repeat 3 --primitive keywrite,append --mode multi/recvmmsg --readers 2 --senders 2 \
         --json "$OUT/e2e-2x2.json" | tee "$OUT/e2e-2x2.txt"
+    # 2^24 flows: the baseline's tables then take about the memory of DTA's 1 GiB stores.
+    "$OUT/dta" bench --repeat 3 --mode multi/recvmmsg --keys 16777216 \
+        --json "$OUT/e2e-16M.json" | tee "$OUT/e2e-16M.txt"
+    # RoCEv2 to a software responder, below its saturation.
+    "$OUT/dta" bench --repeat 3 --primitive keywrite,append --mode multi/recvmmsg --sink roce --rate 40000 \
+        --json "$OUT/e2e-roce.json" | tee "$OUT/e2e-roce.txt"
 fi

@@ -104,6 +104,7 @@ A progress line goes to stderr every second (-q silences it).`,
 	fl.IntVar(&d.Readers, "readers", d.Readers, "collector reader sockets (SO_REUSEPORT)")
 	fl.Float64Var(&d.Rate, "rate", 0, "offered reports/s over all senders (0 = as fast as they go)")
 	fl.IntVar(&d.Keys, "keys", d.Keys, "distinct keys (flows) in the stream")
+	fl.IntVar(&d.Pool, "pool", 0, "reports in each sender's pool, sent round and round (0 = the larger of 2^20 and --keys)")
 	fl.StringVar(&o.memory, "memory", "1GiB", "store size per primitive (Append: at most 256MiB)")
 	fl.StringVar(&o.hash, "hash", d.Hash.String(), "store hash: crc32 (the prototype's, as compat stores keep) or crc32c")
 	fl.StringVar(&o.hugePages, "hugepages", d.Region.HugePages.String(), "store pages: off, madvise or hugetlb")
@@ -137,6 +138,11 @@ func (o *benchOptions) complete() error {
 		c.Modes = append(c.Modes, m)
 	}
 	c.Baseline = o.baseline
+	if c.Pool == 0 {
+		// Keys are drawn at random into the pool: a smaller pool would send
+		// fewer distinct flows than --keys says.
+		c.Pool = max(1<<20, c.Keys)
+	}
 	if o.repeat < 1 || o.repeat > 9 {
 		return usageError("--repeat: %d out of range [1, 9]", o.repeat)
 	}

@@ -168,7 +168,9 @@ func (c *Catalog) Apply(ops []memop.Op) error {
 		window := ops[start:min(start+prefetchWindow, len(ops))]
 		var err error
 		var n int
-		if len(ops) > 1 {
+		if len(ops) > 2 {
+			// Two ops or fewer (an Append batch and its head, one report's
+			// copies) gain nothing: their stores or loads overlap anyway.
 			c.prefetch(window)
 		}
 		if len(ops) > 1 && hasFetchAdd(window) {
