@@ -147,31 +147,17 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 		return err
 	}
 	d := &w.t.stores[idx]
-	key := r.Key
 	switch p {
 	case dta.KeyWrite:
-		// A compat key is hashed as its little-endian encoding (Key32).
 		s := &d.KeyWrite
-		var k hashing.Keyed
-		if r.Opcode.Extended() {
-			k = s.Hash.Key(key)
-		} else {
-			k = s.Hash.Key32(r.Key32())
-		}
-		if err := s.TranslateKeyed(w.pending, idx, k, r.Value, int(r.Redundancy), imm); err != nil {
+		if err := s.TranslateKeyed(w.pending, idx, hashKey(s.Hash, r), r.Value, int(r.Redundancy), imm); err != nil {
 			return err
 		}
 		w.queued(p)
 		return nil
 	case dta.KeyIncrement:
 		s := &d.KeyIncrement
-		var k hashing.Keyed
-		if r.Opcode.Extended() {
-			k = s.Hash.Key(key)
-		} else {
-			k = s.Hash.Key32(r.Key32())
-		}
-		s.TranslateKeyed(w.pending, idx, k, r.Delta)
+		s.TranslateKeyed(w.pending, idx, hashKey(s.Hash, r), r.Delta)
 		w.queued(p)
 		return nil
 	case dta.Postcard:
@@ -181,7 +167,7 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 		if perr != nil {
 			return errHopValueSize
 		}
-		err = w.t.cache.Add(&d.Postcard, idx, key, int(r.Hop), int(r.PathLen), v, imm, now, w.batch, w.t.sink)
+		err = w.t.cache.Add(&d.Postcard, idx, r.Key, int(r.Hop), int(r.PathLen), v, imm, now, w.batch, w.t.sink)
 	case dta.Append:
 		spec := w.t.writers[idx].Spec()
 		switch {
@@ -205,6 +191,15 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 	}
 	w.applied[p]++
 	return nil
+}
+
+// hashKey hashes the key of a Key-Write or Key-Increment report with alg: a
+// compat key as its little-endian encoding (Key32), as the prototype does.
+func hashKey(alg hashing.Algorithm, r *dta.Report) hashing.Keyed {
+	if r.Opcode.Extended() {
+		return alg.Key(r.Key)
+	}
+	return alg.Key32(r.Key32())
 }
 
 // flushRun adds the waiting run of Append entries to its list. A batch write
