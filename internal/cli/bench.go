@@ -37,7 +37,11 @@ type benchOptions struct {
 }
 
 func newBenchCmd() *cobra.Command {
-	o := &benchOptions{cfg: bench.DefaultConfig()}
+	return benchCmd(&benchOptions{cfg: bench.DefaultConfig()})
+}
+
+// benchCmd is the bench command filling o from its flags.
+func benchCmd(o *benchOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure DTA end to end on loopback, against a baseline CPU collector",

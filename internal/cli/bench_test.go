@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dta-go/dta/internal/bench"
 )
 
 func runBenchArgs(t *testing.T, args ...string) (int, string, string) {
@@ -31,6 +33,32 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		if code, _, errs := runBenchArgs(t, args...); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, errs)
 		}
+	}
+}
+
+func TestBenchPoolHoldsEveryFlow(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		pool int
+	}{
+		{"the default pool is 2^20 reports", nil, 1 << 20},
+		{"fewer keys keep the 2^20 pool", []string{"--keys", "1000"}, 1 << 20},
+		{"more keys than 2^20 get a pool as large", []string{"--keys", "16777216"}, 1 << 24},
+		{"an explicit pool is kept", []string{"--keys", "16777216", "--pool", "4096"}, 4096},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &benchOptions{cfg: bench.DefaultConfig()}
+			if err := benchCmd(o).ParseFlags(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.complete(); err != nil {
+				t.Fatal(err)
+			}
+			if o.cfg.Pool != tt.pool {
+				t.Errorf("pool %d, want %d", o.cfg.Pool, tt.pool)
+			}
+		})
 	}
 }
 

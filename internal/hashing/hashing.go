@@ -115,7 +115,7 @@ func (a Algorithm) Key32(k uint32) Keyed {
 	case CRC32C:
 		// mix64 of 4 bytes: no whole word, the tail is k itself.
 		const m uint64 = 0xC6A4A7935BD1E995
-		h := uint64(4)
+		h := uint64(4) // the key's length, times m wrapping as in mix64
 		h *= m
 		return Keyed{alg: a, checksum: castagnoliTable.word(k), seed: fmix64((h ^ uint64(k)) * m)}
 	}
