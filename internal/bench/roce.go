@@ -82,6 +82,12 @@ func NewRoCESink(local *store.Catalog) (Sink, error) {
 // blocking while the requester's window is full.
 func (s *roceSink) Apply(ops []memop.Op) error { return s.req.Apply(ops) }
 
+// ApplyDeferred queues ops to be sent at the next Push (memop.Deferrer).
+func (s *roceSink) ApplyDeferred(ops []memop.Op) error { return s.req.ApplyDeferred(ops) }
+
+// Push sends what ApplyDeferred queued.
+func (s *roceSink) Push() { s.req.Push() }
+
 // Drain waits until the responder acknowledged every op sent (it executes an
 // op before acknowledging it).
 func (s *roceSink) Drain(ctx context.Context) error {

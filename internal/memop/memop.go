@@ -67,6 +67,20 @@ type Sink interface {
 	Apply(ops []Op) error
 }
 
+// A Deferrer is a sink that sends its ops over a network (the RoCEv2
+// requester) and can hold the ops of several Apply calls back to send them in
+// one burst: ApplyDeferred checks and queues ops exactly as Apply does, in the
+// same order with every other call, but may leave them unsent until Push (or,
+// as a safety net, until the sink's own timer, within milliseconds). A
+// translator worker applies a datagram's reports with ApplyDeferred and
+// pushes once at the end of the datagram, so that the per-send cost (one
+// system call) is paid per datagram, not per Apply.
+type Deferrer interface {
+	Sink
+	ApplyDeferred(ops []Op) error
+	Push()
+}
+
 // Batch collects the ops of one translation together with the bytes they
 // point to. Reset it before each report; after warm-up it allocates nothing.
 type Batch struct {

@@ -245,12 +245,14 @@ func (r *Requester) OnReconnect(fn func(adv []byte)) {
 	r.onReconnect.Store(&fn)
 }
 
-// Flush waits until every packet sent is acknowledged. It returns
+// Flush sends what ApplyDeferred queued and waits until every packet sent is
+// acknowledged. It returns
 // ErrNotConnected if the connection is lost first (the packets still
 // outstanding are lost, counted in Stats.OpsLost), or ctx's error.
 func (r *Requester) Flush(ctx context.Context) error {
 	r.mu.Lock()
 	epoch := r.epoch
+	r.flushTx() // what ApplyDeferred left queued
 	r.mu.Unlock()
 	for {
 		r.mu.Lock()

@@ -65,7 +65,25 @@ func (r *Requester) resetWindow() {
 // returns ErrUnknownTarget, ErrOutOfRange, ErrMisaligned or ErrBadOp (the
 // ops before it are sent), or ErrNotConnected if the connection is down.
 // It is safe for concurrent use; concurrent calls are serialised.
-func (r *Requester) Apply(ops []memop.Op) error {
+func (r *Requester) Apply(ops []memop.Op) error { return r.apply(ops, true) }
+
+// ApplyDeferred is Apply without the send at the end (memop.Deferrer): the
+// ops' packets are numbered and queued in order, and go out with the next
+// Apply, Push, full send queue or full window, or at the latest at the next
+// tick of the retransmission timer.
+func (r *Requester) ApplyDeferred(ops []memop.Op) error { return r.apply(ops, false) }
+
+// Push sends the packets that ApplyDeferred queued.
+func (r *Requester) Push() {
+	r.mu.Lock()
+	r.flushTx()
+	r.mu.Unlock()
+}
+
+var _ memop.Deferrer = (*Requester)(nil)
+
+// apply posts ops in order and, when send is set, sends what it queued.
+func (r *Requester) apply(ops []memop.Op, send bool) error {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	r.mu.Lock()
@@ -132,7 +150,9 @@ func (r *Requester) Apply(ops []memop.Op) error {
 			r.stats.FetchAdds.Add(1)
 		}
 	}
-	r.flushTx()
+	if send {
+		r.flushTx()
+	}
 	r.stats.InFlight.Store(int64(r.win.n))
 	r.stats.SendPSN.Store(r.sendPSN)
 	return nil

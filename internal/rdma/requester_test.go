@@ -284,3 +284,78 @@ func TestCloseSendsDREQ(t *testing.T) {
 		t.Errorf("Apply after Close: %v", err)
 	}
 }
+
+func TestApplyDeferredSendsOnPush(t *testing.T) {
+	reg := newRegion(t, 4096)
+	resp := startResponder(t, testResponderConfig("127.0.0.1"))
+	m, _ := resp.RegisterMR("m", reg, AccessRemoteWrite|AccessRemoteAtomic)
+	waitFor := func(t *testing.T, off, want uint64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			v, _ := reg.Load64(off)
+			if v == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("word %d = %d, want %d", off, v, want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	write := func(off, v uint64) []memop.Op {
+		b := make([]byte, 8)
+		binary.LittleEndian.PutUint64(b, v)
+		return []memop.Op{{Kind: memop.Write, Offset: off, Data: b}, {Kind: memop.FetchAdd, Offset: off + 8, Delta: v}}
+	}
+
+	t.Run("deferred ops stay queued until Push, then all arrive in order", func(t *testing.T) {
+		cfg := testRequesterConfig(resp.LocalAddr())
+		cfg.Timeout = 4 * time.Second // the timer's safety net ticks once a second: not during this check
+		q := dial(t, cfg)
+		q.SetTargets([]Target{targetOf(m)})
+		sent := q.Stats().Packets.Load()
+		for i := range uint64(10) {
+			if err := q.ApplyDeferred(write(0, i+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+		if v, _ := reg.Load64(8); v != 0 {
+			t.Fatalf("a deferred op arrived before Push (counter %d)", v)
+		}
+		if d := q.Stats().Packets.Load() - sent; d != 20 {
+			t.Fatalf("%d packets posted, want 20", d)
+		}
+		q.Push()
+		waitFor(t, 8, 55)
+		if v, _ := reg.Load64(0); v != 10 {
+			t.Fatalf("last write = %d, want 10 (the writes arrived out of order)", v)
+		}
+		flush(t, q)
+	})
+	t.Run("Apply sends what earlier deferred calls queued, before its own ops", func(t *testing.T) {
+		q := dial(t, testRequesterConfig(resp.LocalAddr()))
+		q.SetTargets([]Target{targetOf(m)})
+		if err := q.ApplyDeferred(write(64, 7)); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Apply(write(128, 9)); err != nil {
+			t.Fatal(err)
+		}
+		flush(t, q)
+		for off, want := range map[uint64]uint64{64: 7, 72: 7, 128: 9, 136: 9} {
+			if v, _ := reg.Load64(off); v != want {
+				t.Errorf("word %d = %d, want %d", off, v, want)
+			}
+		}
+	})
+	t.Run("nobody pushing, the timer sends deferred ops within a tick", func(t *testing.T) {
+		q := dial(t, testRequesterConfig(resp.LocalAddr())) // 20 ms timeout: a tick every 5 ms
+		q.SetTargets([]Target{targetOf(m)})
+		if err := q.ApplyDeferred(write(256, 3)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 264, 3)
+	})
+}

@@ -44,7 +44,19 @@ type Worker struct {
 	dgNow     int64
 
 	run appendRun
+
+	// sink is what the worker applies ops through: the translator's sink, or,
+	// when that sink can defer its sends (memop.Deferrer, the RoCEv2
+	// requester), an adapter that defers them until push at the end of the
+	// datagram.
+	sink memop.Sink
+	push memop.Deferrer
 }
+
+// deferring applies ops through a Deferrer's ApplyDeferred.
+type deferring struct{ d memop.Deferrer }
+
+func (s deferring) Apply(ops []memop.Op) error { return s.d.ApplyDeferred(ops) }
 
 // appendRun is a run of Append entries for one list, waiting to be added.
 type appendRun struct {
@@ -69,6 +81,10 @@ func (t *Translator) NewWorker() *Worker {
 		batch:   memop.NewBatch(64, 32<<10),
 		pending: memop.NewBatch(maxPendingOps+dta.MaxRedundancy, (maxPendingOps+dta.MaxRedundancy)*8),
 		run:     appendRun{entries: make([]byte, 0, maxRunBytes)},
+		sink:    t.sink,
+	}
+	if d, ok := t.sink.(memop.Deferrer); ok {
+		w.sink, w.push = deferring{d}, d
 	}
 	t.mu.Lock()
 	t.workers = append(t.workers, w)
@@ -124,6 +140,9 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 	}
 	w.flushRun()
 	w.flushPending()
+	if w.push != nil {
+		w.push.Push()
+	}
 	if h.Retransmit() {
 		return w.ack(h.Seq, false)
 	}
@@ -167,7 +186,7 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 		if perr != nil {
 			return errHopValueSize
 		}
-		err = w.t.cache.Add(&d.Postcard, idx, r.Key, int(r.Hop), int(r.PathLen), v, imm, now, w.batch, w.t.sink)
+		err = w.t.cache.Add(&d.Postcard, idx, r.Key, int(r.Hop), int(r.PathLen), v, imm, now, w.batch, w.sink)
 	case dta.Append:
 		spec := w.t.writers[idx].Spec()
 		switch {
@@ -209,7 +228,7 @@ func (w *Worker) flushRun() {
 	if run.n == 0 {
 		return
 	}
-	refused, err := w.t.writers[run.store].AddEntries(run.list, run.entries, run.imm, w.dgNow, w.batch, w.t.sink)
+	refused, err := w.t.writers[run.store].AddEntries(run.list, run.entries, run.imm, w.dgNow, w.batch, w.sink)
 	run.n, run.entries = 0, run.entries[:0]
 	if refused > 0 {
 		w.applied[dta.Append] -= uint64(refused)
@@ -237,7 +256,7 @@ func (w *Worker) flushPending() {
 		return
 	}
 	w.stats.Ops.Add(uint64(len(ops)))
-	err := w.t.sink.Apply(ops)
+	err := w.sink.Apply(ops)
 	w.pending.Reset()
 	if err != nil {
 		var n uint64
