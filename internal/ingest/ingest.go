@@ -25,7 +25,8 @@ type Config struct {
 	// 0 sends them to the report's source port. Default 40044.
 	AckPort int
 	// Tick is how often waiting Append batches and aged Postcarding paths are
-	// checked. Default 1ms.
+	// checked while the translator holds any. Default 1ms. A translator
+	// holding nothing does not tick until a report leaves something held.
 	Tick time.Duration
 }
 
@@ -97,8 +98,19 @@ func (in *Ingest) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case now := <-tk.C:
-				in.t.Tick(now.UnixNano())
+				if !in.t.Tick(now.UnixNano()) {
+					continue
+				}
 			}
+			// Nothing held: no tick until a worker holds something (an idle
+			// translator would otherwise wake a thousand times a second).
+			tk.Stop()
+			select {
+			case <-ctx.Done():
+				return
+			case <-in.t.Wake():
+			}
+			tk.Reset(in.cfg.Tick)
 		}
 	}()
 	in.logger.Info("translator listening", "addr", in.l.LocalAddr().String())

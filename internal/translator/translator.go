@@ -118,6 +118,11 @@ type Translator struct {
 	logger   *slog.Logger
 	limiter  *ratelog.Limiter
 
+	// asleep is set by a Tick that found nothing held; the first worker to
+	// hold something afterwards clears it and sends on wake.
+	asleep atomic.Bool
+	wake   chan struct{}
+
 	mu      sync.Mutex
 	workers []*Worker
 	tick    *memop.Batch // used by Tick, under mu
@@ -149,6 +154,7 @@ func New(cfg Config, stores []store.Descriptor, sink memop.Sink, logger *slog.Lo
 		logger:  logger,
 		limiter: ratelog.New(logger, int(NumReasons), time.Second),
 		tick:    memop.NewBatch(1024, 64<<10),
+		wake:    make(chan struct{}, 1),
 	}
 	for i := range t.byID {
 		t.byID[i] = -1
@@ -221,8 +227,54 @@ func (t *Translator) Stats() Snapshot {
 // Tick writes out what has waited long enough: Postcarding paths older than
 // PostcardMaxAge and Append batches older than AppendFlushDelay. Call it
 // periodically (every millisecond or so) from one goroutine; now is in ns.
-func (t *Translator) Tick(now int64) {
+//
+// It reports idle when the translator holds nothing at all (no cached path,
+// no partial batch): until a worker holds something again no Tick has work,
+// and the caller may stop ticking until Wake delivers. A worker that holds
+// something after an idle Tick sends on Wake once.
+func (t *Translator) Tick(now int64) (idle bool) {
 	t.flush(now, int64(t.cfg.PostcardMaxAge), int64(t.cfg.AppendFlushDelay))
+	if t.holding() {
+		return false
+	}
+	// Announce the sleep first, then look again: a worker holds (an atomic
+	// bitmap update) before it reads asleep, so either this second look sees
+	// what it holds, or the worker sees asleep and wakes the ticker.
+	t.asleep.Store(true)
+	if t.holding() {
+		t.asleep.Store(false)
+		return false
+	}
+	return true
+}
+
+// Wake returns the channel on which, after Tick reported idle, the first
+// worker to hold something signals that ticking is needed again.
+func (t *Translator) Wake() <-chan struct{} { return t.wake }
+
+// holding reports whether the Postcarding cache or an Append writer holds
+// anything.
+func (t *Translator) holding() bool {
+	if t.cache.Holding() {
+		return true
+	}
+	for _, w := range t.writers {
+		if w != nil && w.Holding() {
+			return true
+		}
+	}
+	return false
+}
+
+// woken is called by a worker after it handled reports that may have left
+// something held: it wakes the ticker if an idle Tick put it to sleep.
+func (t *Translator) woken() {
+	if t.asleep.Load() && t.asleep.CompareAndSwap(true, false) {
+		select {
+		case t.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // FlushAll writes out every cached path and partial batch (at shutdown).

@@ -273,3 +273,51 @@ func TestHandleAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+func TestTickSaysWhenNothingIsHeld(t *testing.T) {
+	tr, _ := newTestTranslator(t, nil)
+	w := tr.NewWorker()
+	woke := func() bool {
+		select {
+		case <-tr.Wake():
+			return true
+		default:
+			return false
+		}
+	}
+	postcard := func(hop byte) []byte { return append([]byte{0x04, hop, 0x00, 0, 0, 0, 7, hop}, be32(uint32(hop))...) }
+
+	if !tr.Tick(1) {
+		t.Fatal("a fresh translator's Tick is not idle")
+	}
+	w.Handle(append([]byte{0x01, 0, 0x00, 0x02, 0, 0, 0, 1}, be32(5)...), reporter, 2) // a Key-Write holds nothing
+	if woke() {
+		t.Fatal("a Key-Write woke the ticker: nothing is held")
+	}
+	w.Handle(postcard(1), reporter, 3)
+	if !woke() {
+		t.Fatal("a cached postcard after an idle Tick did not wake the ticker")
+	}
+	if tr.Tick(4) {
+		t.Fatal("Tick idle while a path is cached")
+	}
+	for hop := byte(2); hop <= 5; hop++ {
+		w.Handle(postcard(hop), reporter, 5)
+	}
+	if woke() {
+		t.Fatal("the ticker was woken while it was not asleep")
+	}
+	if !tr.Tick(6) {
+		t.Fatal("Tick not idle once the path was written")
+	}
+	w.Handle(append([]byte{0x02, 0, 0x00, 0, 0, 0, 1}, be32(100)...), reporter, 7) // one Append entry: a partial batch
+	if !woke() {
+		t.Fatal("a partial Append batch after an idle Tick did not wake the ticker")
+	}
+	if tr.Tick(8) {
+		t.Fatal("Tick idle while a partial batch waits")
+	}
+	if !tr.Tick(8 + int64(DefaultConfig().AppendFlushDelay)) {
+		t.Fatal("Tick not idle after writing the partial batch")
+	}
+}

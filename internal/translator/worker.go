@@ -51,6 +51,10 @@ type Worker struct {
 	// datagram.
 	sink memop.Sink
 	push memop.Deferrer
+
+	// mayHold: the datagram had postcards or Append entries, which the
+	// translator may now hold until a Tick writes them.
+	mayHold bool
 }
 
 // deferring applies ops through a Deferrer's ApplyDeferred.
@@ -143,6 +147,10 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 	if w.push != nil {
 		w.push.Push()
 	}
+	if w.mayHold {
+		w.mayHold = false
+		w.t.woken()
+	}
 	if h.Retransmit() {
 		return w.ack(h.Seq, false)
 	}
@@ -182,6 +190,7 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 	case dta.Postcard:
 		// Compat postcard keys are hashed as their big-endian wire bytes, which
 		// r.Key already is.
+		w.mayHold = true
 		v, perr := postcard.ParseValue(r.Value)
 		if perr != nil {
 			return errHopValueSize
@@ -195,6 +204,7 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 		case len(r.Value) != spec.EntrySize:
 			return appendlist.ErrEntrySize
 		}
+		w.mayHold = true
 		run := &w.run
 		if run.n > 0 && (run.store != idx || run.list != r.List || run.imm != imm || len(run.entries)+len(r.Value) > cap(run.entries)) {
 			w.flushRun()

@@ -235,6 +235,18 @@ func (w *Writer) emit(list uint32, l *listState, b *memop.Batch, c *emitted) {
 	}
 }
 
+// Holding reports whether any list has entries waiting in a partial batch
+// (which a later Flush may have to write). It reads the pending-list bitmap
+// atomically: an Add that happened before the call is seen.
+func (w *Writer) Holding() bool {
+	for i := range w.dirty {
+		if w.dirty[i].Load() != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Flush writes out every partial batch whose oldest entry arrived at or before
 // now-maxDelay (every partial batch when maxDelay ≤ 0). It returns the number
 // of batches written and the first sink error.

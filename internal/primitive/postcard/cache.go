@@ -165,6 +165,18 @@ func (c *Cache) emit(i int, b *memop.Batch) {
 	c.inUse[i/64].And(^(uint64(1) << (i % 64)))
 }
 
+// Holding reports whether any entry holds a flow's postcards (a path that a
+// later Flush may have to write). It reads the in-use bitmap atomically: an
+// Add that happened before the call is seen.
+func (c *Cache) Holding() bool {
+	for i := range c.inUse {
+		if c.inUse[i].Load() != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // ErrSink wraps the first error a sink returned during a flush.
 var ErrSink = errors.New("postcard flush: sink")
 
