@@ -69,6 +69,12 @@ type RatioRow struct {
 	Mode      string `json:"mode"`
 	Accepted  Stat   `json:"accepted"`
 	PerCore   Stat   `json:"per_cpu_second"`
+
+	// Fractions of the receive-only ceiling (Ratio), when it ran.
+	DTAOfCeiling         *Stat `json:"dta_of_ceiling_accepted,omitempty"`
+	DTAOfCeilingPerCore  *Stat `json:"dta_of_ceiling_per_cpu_second,omitempty"`
+	BaseOfCeiling        *Stat `json:"baseline_of_ceiling_accepted,omitempty"`
+	BaseOfCeilingPerCore *Stat `json:"baseline_of_ceiling_per_cpu_second,omitempty"`
 }
 
 // Combined summarises repeated benchmarks of the same configuration.
@@ -143,11 +149,28 @@ func Combine(reps []*Report) *Combined {
 	}
 	for _, q := range reps[0].Ratios {
 		qs := ratios[key{q.Primitive, q.Mode, ""}]
-		acc, core := make([]float64, len(qs)), make([]float64, len(qs))
-		for i, x := range qs {
-			acc[i], core[i] = x.Accepted, x.PerCore
+		of := func(f func(*Ratio) float64) Stat {
+			v := make([]float64, len(qs))
+			for i := range qs {
+				v[i] = f(&qs[i])
+			}
+			return statOf(v)
 		}
-		c.Ratios = append(c.Ratios, RatioRow{Primitive: q.Primitive, Mode: q.Mode, Accepted: statOf(acc), PerCore: statOf(core)})
+		row := RatioRow{
+			Primitive: q.Primitive, Mode: q.Mode,
+			Accepted: of(func(r *Ratio) float64 { return r.Accepted }),
+			PerCore:  of(func(r *Ratio) float64 { return r.PerCore }),
+		}
+		if q.DTAOfCeiling != 0 {
+			ptr := func(s Stat) *Stat { return &s }
+			row.DTAOfCeiling = ptr(of(func(r *Ratio) float64 { return r.DTAOfCeiling }))
+			row.DTAOfCeilingPerCore = ptr(of(func(r *Ratio) float64 { return r.DTAOfCeilingPerCore }))
+			if q.BaseOfCeiling != 0 {
+				row.BaseOfCeiling = ptr(of(func(r *Ratio) float64 { return r.BaseOfCeiling }))
+				row.BaseOfCeilingPerCore = ptr(of(func(r *Ratio) float64 { return r.BaseOfCeilingPerCore }))
+			}
+		}
+		c.Ratios = append(c.Ratios, row)
 	}
 	return c
 }
@@ -189,8 +212,15 @@ func (c *Combined) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 		last := i+1 == len(c.Rows) || c.Rows[i+1].Primitive != x.Primitive || c.Rows[i+1].Mode != x.Mode
-		if q, ok := ratios[x.Primitive+" "+x.Mode]; ok && last && x.Collector == Baseline {
-			fmt.Fprintf(tw, "\t\t\tDTA/baseline\t\t%s\t\t\t\t%s\t\t\t\t%s\n", rangeOf(q.Accepted, 1, "%.2fx"), rangeOf(q.PerCore, 1, "%.2fx"), remoteGap(remote))
+		if q, ok := ratios[x.Primitive+" "+x.Mode]; ok && last {
+			f := func(s *Stat) string {
+				if s == nil {
+					return ""
+				}
+				return rangeOf(*s, 1, "%.2fx")
+			}
+			writeRatios(tw, remote, f(&q.Accepted), f(&q.PerCore), f(q.DTAOfCeiling), f(q.DTAOfCeilingPerCore),
+				f(q.BaseOfCeiling), f(q.BaseOfCeilingPerCore), q.Accepted.Median != 0, q.DTAOfCeiling != nil)
 		}
 	}
 	return tw.Flush()

@@ -88,12 +88,13 @@ func DefaultModes() []Mode {
 }
 
 // Config configures a benchmark: every primitive of Primitives in every mode
-// of Modes, DTA then (if Baseline) the baseline collector, each for Duration
-// after Warmup.
+// of Modes, DTA then (if Baseline) the baseline collector, then (if Ceiling)
+// the receive-only collector, each for Duration after Warmup.
 type Config struct {
 	Primitives []dta.Primitive
 	Modes      []Mode
 	Baseline   bool          // also run the baseline collector on the same datagrams
+	Ceiling    bool          // also run the receive-only collector (ReceiveOnly): the run's ceiling
 	Duration   time.Duration // measured window of one run, (0, MaxDuration]
 	Warmup     time.Duration // sending before the window opens, [0, MaxWarmup]
 	Senders    int           // sending goroutines, each on its own socket and thread
@@ -127,6 +128,7 @@ func DefaultConfig() Config {
 		Primitives: dta.Primitives[:],
 		Modes:      DefaultModes(),
 		Baseline:   true,
+		Ceiling:    true,
 		Duration:   3 * time.Second,
 		Warmup:     500 * time.Millisecond,
 		Senders:    1,

@@ -14,9 +14,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteTable writes one line per run, and after each DTA/baseline pair a
-// line of ratios (DTA / baseline) of the accepted rate and of reports per CPU
-// second. Runs over a remote sink add columns: the responder's and the
+// WriteTable writes one line per run, and after the runs of each primitive
+// and mode lines of ratios of the accepted rate and of reports per CPU second:
+// DTA / baseline, and DTA's and the baseline's fractions of the receive-only
+// ceiling. Runs over a remote sink add columns: the responder's and the
 // translator's CPU seconds per million reports, the ops the responder
 // executed per second and the RDMA ops sent per report.
 func (r *Report) WriteTable(w io.Writer) error {
@@ -53,11 +54,31 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 		last := i+1 == len(r.Results) || r.Results[i+1].Primitive != x.Primitive || r.Results[i+1].Mode != x.Mode
-		if q, ok := ratios[x.Primitive+" "+x.Mode]; ok && last && x.Collector == Baseline {
-			fmt.Fprintf(tw, "\t\t\tDTA/baseline\t\t%.2fx\t\t\t\t%.2fx\t\t\t\t%s\n", q.Accepted, q.PerCore, remoteGap(remote))
+		if q, ok := ratios[x.Primitive+" "+x.Mode]; ok && last {
+			f := func(v float64) string { return fmt.Sprintf("%.2fx", v) }
+			writeRatios(tw, remote, f(q.Accepted), f(q.PerCore), f(q.DTAOfCeiling), f(q.DTAOfCeilingPerCore),
+				f(q.BaseOfCeiling), f(q.BaseOfCeilingPerCore), q.Accepted != 0, q.DTAOfCeiling != 0)
 		}
 	}
 	return tw.Flush()
+}
+
+// writeRatios writes the ratio lines after a primitive and mode's runs:
+// DTA/baseline if the baseline ran, and the fractions of the receive-only
+// ceiling if it ran (the accepted rate and reports per CPU second of each).
+func writeRatios(w io.Writer, remote bool, acc, core, dAcc, dCore, bAcc, bCore string, base, ceil bool) {
+	line := func(name, a, c string) {
+		fmt.Fprintf(w, "\t\t\t%s\t\t%s\t\t\t\t%s\t\t\t\t%s\n", name, a, c, remoteGap(remote))
+	}
+	if base {
+		line("DTA/baseline", acc, core)
+	}
+	if ceil {
+		line("DTA/receive-only", dAcc, dCore)
+		if base {
+			line("baseline/receive-only", bAcc, bCore)
+		}
+	}
 }
 
 // tableHeader is the header line of the tables, with the remote sink's

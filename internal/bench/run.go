@@ -22,6 +22,10 @@ import (
 const (
 	DTA      = "dta"
 	Baseline = "baseline"
+	// ReceiveOnly is the run's ingest ceiling: the same sockets and reads
+	// (recvmmsg or one read per datagram) as the two collectors, and nothing
+	// done with the datagrams but counting them.
+	ReceiveOnly = "receive-only"
 )
 
 // Result is one run: one primitive, one mode, one collector. Rates, CPU and
@@ -89,12 +93,21 @@ type RemoteResult struct {
 	Retransmits uint64 `json:"rdma_retransmit_packets"` // go-back-N resends
 }
 
-// Ratio compares DTA with the baseline for one primitive and mode.
+// Ratio compares DTA with the baseline, and both with the receive-only
+// collector (the run's ingest ceiling), for one primitive and mode. A ratio
+// whose collector did not run is 0.
 type Ratio struct {
 	Primitive string  `json:"primitive"`
 	Mode      string  `json:"mode"`
 	Accepted  float64 `json:"accepted"`       // DTA accepted rate / baseline's
 	PerCore   float64 `json:"per_cpu_second"` // DTA reports per CPU second / baseline's
+
+	// Fractions of the ceiling: accepted rate and reports per CPU second of
+	// DTA and of the baseline / the receive-only collector's.
+	DTAOfCeiling         float64 `json:"dta_of_ceiling_accepted,omitempty"`
+	DTAOfCeilingPerCore  float64 `json:"dta_of_ceiling_per_cpu_second,omitempty"`
+	BaseOfCeiling        float64 `json:"baseline_of_ceiling_accepted,omitempty"`
+	BaseOfCeilingPerCore float64 `json:"baseline_of_ceiling_per_cpu_second,omitempty"`
 }
 
 // Report is a whole benchmark.
@@ -132,7 +145,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		HugePages: cfg.Region.HugePages.String(), Prefault: cfg.Region.Prefault, RecvBuffer: cfg.RecvBuffer,
 	}}
 	total := len(cfg.Primitives) * len(cfg.Modes)
-	if cfg.Baseline {
+	switch {
+	case cfg.Baseline && cfg.Ceiling:
+		total *= 3
+	case cfg.Baseline || cfg.Ceiling:
 		total *= 2
 	}
 	b := &bench{cfg: cfg, total: total}
@@ -177,28 +193,46 @@ func (b *bench) primitive(ctx context.Context, p dta.Primitive, rep *Report) err
 		if err != nil {
 			return err
 		}
-		var pair [2]*Result
-		for i, name := range []string{DTA, Baseline} {
-			if name == Baseline && !b.cfg.Baseline {
-				break
+		var runs [3]*Result // DTA, baseline, receive-only
+		for i, name := range []string{DTA, Baseline, ReceiveOnly} {
+			if name == Baseline && !b.cfg.Baseline || name == ReceiveOnly && !b.cfg.Ceiling {
+				continue
 			}
 			r, err := b.run(ctx, name, m, w, cat)
 			if r != nil {
 				rep.Results = append(rep.Results, *r)
-				pair[i] = r
+				runs[i] = r
 			}
 			if err != nil {
 				return err
 			}
 		}
-		if pair[0] != nil && pair[1] != nil {
-			rep.Ratios = append(rep.Ratios, Ratio{
-				Primitive: p.String(), Mode: m.String(),
-				Accepted: ratio(pair[0].Accepted, pair[1].Accepted), PerCore: ratio(pair[0].PerCore, pair[1].PerCore),
-			})
+		if q, ok := ratios(p, m, runs); ok {
+			rep.Ratios = append(rep.Ratios, q)
 		}
 	}
 	return nil
+}
+
+// ratios compares the runs of one primitive and mode (DTA, baseline,
+// receive-only; nil where not run): ok is false when DTA has nothing to be
+// compared with.
+func ratios(p dta.Primitive, m Mode, runs [3]*Result) (q Ratio, ok bool) {
+	d, base, ceil := runs[0], runs[1], runs[2]
+	if d == nil || base == nil && ceil == nil {
+		return Ratio{}, false
+	}
+	q = Ratio{Primitive: p.String(), Mode: m.String()}
+	if base != nil {
+		q.Accepted, q.PerCore = ratio(d.Accepted, base.Accepted), ratio(d.PerCore, base.PerCore)
+	}
+	if ceil != nil {
+		q.DTAOfCeiling, q.DTAOfCeilingPerCore = ratio(d.Accepted, ceil.Accepted), ratio(d.PerCore, ceil.PerCore)
+		if base != nil {
+			q.BaseOfCeiling, q.BaseOfCeilingPerCore = ratio(base.Accepted, ceil.Accepted), ratio(base.PerCore, ceil.PerCore)
+		}
+	}
+	return q, true
 }
 
 func ratio(a, b float64) float64 {
@@ -233,7 +267,10 @@ func (b *bench) udpConfig(m Mode) udp.Config {
 	return c
 }
 
-func (b *bench) newCollector(name string, m Mode, cat *store.Catalog) (collector, error) {
+func (b *bench) newCollector(name string, m Mode, cat *store.Catalog, per int) (collector, error) {
+	if name == ReceiveOnly {
+		return newReceiveOnly(b.udpConfig(m), per)
+	}
 	if name == Baseline {
 		st := cat.Stores()[0]
 		capacity := 1 << 16
@@ -421,7 +458,7 @@ func (b *bench) run(ctx context.Context, name string, m Mode, w *Workload, cat *
 	b.done++
 	runtime.GC()
 	debug.FreeOSMemory()
-	c, err := b.newCollector(name, m, cat)
+	c, err := b.newCollector(name, m, cat, w.PerDgram)
 	if err != nil {
 		return nil, err
 	}

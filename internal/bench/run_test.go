@@ -29,9 +29,9 @@ func smallConfig(p dta.Primitive) Config {
 	return cfg
 }
 
-func TestRunMeasuresBothCollectors(t *testing.T) {
+func TestRunMeasuresEveryCollector(t *testing.T) {
 	for _, p := range dta.Primitives {
-		t.Run(p.String()+" reports reach both collectors and are counted", func(t *testing.T) {
+		t.Run(p.String()+" reports reach DTA, the baseline and the receive-only ceiling and are counted", func(t *testing.T) {
 			var progress bytes.Buffer
 			cfg := smallConfig(p)
 			cfg.Progress = &progress
@@ -39,8 +39,25 @@ func TestRunMeasuresBothCollectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(rep.Results) != 2 || len(rep.Ratios) != 1 {
-				t.Fatalf("%d results, %d ratios; want 2 and 1", len(rep.Results), len(rep.Ratios))
+			if len(rep.Results) != 3 || len(rep.Ratios) != 1 {
+				t.Fatalf("%d results, %d ratios; want 3 and 1", len(rep.Results), len(rep.Ratios))
+			}
+			for i, c := range []string{DTA, Baseline, ReceiveOnly} {
+				if rep.Results[i].Collector != c {
+					t.Fatalf("result %d is %q, want %q", i, rep.Results[i].Collector, c)
+				}
+			}
+			if ro := rep.Results[2]; ro.Stored%uint64(ro.PerDatagram) != 0 {
+				t.Errorf("receive-only took %d reports: not whole datagrams of %d", ro.Stored, ro.PerDatagram)
+			}
+			q := rep.Ratios[0]
+			for name, v := range map[string]float64{
+				"DTA/baseline": q.Accepted, "DTA/ceiling": q.DTAOfCeiling, "DTA/ceiling per CPU s": q.DTAOfCeilingPerCore,
+				"baseline/ceiling": q.BaseOfCeiling, "baseline/ceiling per CPU s": q.BaseOfCeilingPerCore,
+			} {
+				if v <= 0 {
+					t.Errorf("ratio %s = %v", name, v)
+				}
 			}
 			for _, r := range rep.Results {
 				if r.Accepted <= 0 || r.Stored == 0 || r.AppDrops != 0 || r.Sent == 0 || r.CPUSeconds <= 0 {
@@ -76,7 +93,7 @@ func TestReportOutputs(t *testing.T) {
 	if err := rep.WriteTable(&tb); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"keywrite", "multi/recvmmsg", "dta", "baseline", "DTA/baseline"} {
+	for _, s := range []string{"keywrite", "multi/recvmmsg", "dta", "baseline", "DTA/baseline", "receive-only", "DTA/receive-only", "baseline/receive-only"} {
 		if !strings.Contains(tb.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, tb.String())
 		}
@@ -85,7 +102,7 @@ func TestReportOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back Report
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Results) != 2 || back.Machine.CPUs == 0 {
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Results) != 3 || back.Machine.CPUs == 0 || back.Ratios[0].DTAOfCeiling == 0 {
 		t.Errorf("JSON does not read back: %v\n%s", err, js.String())
 	}
 }
@@ -214,7 +231,7 @@ func TestRunOverRoCE(t *testing.T) {
 	for _, p := range []dta.Primitive{dta.KeyWrite, dta.Append} {
 		t.Run(p.String()+" reports reach the stores through the responder", func(t *testing.T) {
 			cfg := smallConfig(p)
-			cfg.Baseline = false
+			cfg.Baseline, cfg.Ceiling = false, false
 			// Enough reports to send the pool (4096 reports over 1024 keys)
 			// round twice; few enough for the responder under -race (~20k
 			// ops/s) to absorb them in a second.
@@ -328,5 +345,30 @@ func TestRunOverRoCE(t *testing.T) {
 				t.Errorf("JSON %v:\n%s", err, js.String())
 			}
 		})
+	}
+}
+
+func TestCombineKeepsTheCeilingRatios(t *testing.T) {
+	mk := func(frac float64) *Report {
+		return &Report{
+			Results: []Result{
+				{Primitive: "append", Mode: "multi/recvmmsg", Collector: DTA, Accepted: frac},
+				{Primitive: "append", Mode: "multi/recvmmsg", Collector: ReceiveOnly, Accepted: 1},
+			},
+			Ratios: []Ratio{{Primitive: "append", Mode: "multi/recvmmsg", DTAOfCeiling: frac, DTAOfCeilingPerCore: frac / 2}},
+		}
+	}
+	c := Combine([]*Report{mk(0.5), mk(0.25), mk(0.75)})
+	q := c.Ratios[0]
+	if q.DTAOfCeiling == nil || *q.DTAOfCeiling != (Stat{Median: 0.5, Min: 0.25, Max: 0.75}) || q.BaseOfCeiling != nil {
+		t.Fatalf("ratios %+v: want DTA's fraction of the ceiling over the runs, and none for the baseline that did not run", q)
+	}
+	var b bytes.Buffer
+	if err := c.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "DTA/receive-only") || !strings.Contains(out, "0.50x (0.25x..0.75x)") || strings.Contains(out, "DTA/baseline") {
+		t.Errorf("table:\n%s", out)
 	}
 }

@@ -22,6 +22,7 @@ type benchOptions struct {
 	primitives []string
 	modes      []string
 	baseline   bool
+	ceiling    bool
 	repeat     int
 	memory     string
 	hash       string
@@ -51,15 +52,18 @@ or one read per datagram), translates them and writes them into its stores
 (through the local sink, or over RoCEv2 with --sink roce). Then, over the
 same datagrams, it measures a baseline collector written without DTA: it
 parses every report and inserts it into a sharded Go hash table keyed by
-flow, or appends it to an in-memory log.
+flow, or appends it to an in-memory log. Last, the run's ceiling: a
+receive-only collector reads the same datagrams with the same sockets and
+does nothing else.
 
 For every primitive and mode it reports the offered and accepted rates, the
 drops (kernel: receive buffer overflow; app: refused reports), the
 collector's CPU seconds per million reports (process CPU minus the sender
 threads'), reports per CPU second, memory ops per report counted from the op
 stream (the paper's Fig. 8), allocations per report, and resident memory
-beyond the store regions; and the DTA/baseline ratios of the accepted rate and
-of reports per CPU second, both measured in the same run.
+beyond the store regions; and, measured in the same run, the DTA/baseline
+ratios of the accepted rate and of reports per CPU second, and the fraction
+of the receive-only ceiling that DTA and the baseline reach.
 
 Reports are the paper's microbenchmark reports (compat formats: 4-byte keys
 and values; Key-Write and Key-Increment N = 2, 5-hop postcard paths, Append
@@ -101,6 +105,7 @@ A progress line goes to stderr every second (-q silences it).`,
 	fl.StringSliceVar(&o.primitives, "primitive", []string{"keywrite", "keyincrement", "postcard", "append"}, "primitives to measure")
 	fl.StringSliceVar(&o.modes, "mode", []string{"single/recvmmsg", "multi/recvmmsg", "single/read", "multi/read"}, "modes: single|multi|multiN, then /recvmmsg or /read")
 	fl.BoolVar(&o.baseline, "baseline", true, "also measure the baseline CPU collector")
+	fl.BoolVar(&o.ceiling, "ceiling", true, "also measure a receive-only collector (the same sockets and reads, nothing else): the run's ceiling")
 	fl.IntVar(&o.repeat, "repeat", 1, "run everything `R` times (1-9) and print medians and ranges")
 	fl.DurationVar(&d.Duration, "duration", d.Duration, "measured window of each run (at most 60s)")
 	fl.DurationVar(&d.Warmup, "warmup", d.Warmup, "sending before each window opens (at most 10s)")
@@ -142,6 +147,7 @@ func (o *benchOptions) complete() error {
 		c.Modes = append(c.Modes, m)
 	}
 	c.Baseline = o.baseline
+	c.Ceiling = o.ceiling
 	if c.Pool == 0 {
 		// Keys are drawn at random into the pool: a smaller pool would send
 		// fewer distinct flows than --keys says.
