@@ -5,7 +5,7 @@
 # usage: scripts/bench.sh [OUT] [PARTS...]    parts: machine ceil micro e2e (default: all)
 # Raw outputs go to OUT (default bench-out/); nothing is summarised: docs/BENCHMARKS.md says
 # which line is which figure. Run as root (taskset, SO_RCVBUFFORCE, net.core.rmem_max for the
-# UDP ceiling, restored on exit). About 30 minutes.
+# UDP ceiling, restored on exit). About 40 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-out}
