@@ -246,9 +246,9 @@ func (r *Requester) OnReconnect(fn func(adv []byte)) {
 }
 
 // Flush sends what ApplyDeferred queued and waits until every packet sent is
-// acknowledged. It returns
-// ErrNotConnected if the connection is lost first (the packets still
-// outstanding are lost, counted in Stats.OpsLost), or ctx's error.
+// acknowledged. It returns ErrNotConnected if the connection is lost first
+// (the packets still outstanding are lost, counted in Stats.OpsLost), or
+// ctx's error.
 func (r *Requester) Flush(ctx context.Context) error {
 	r.mu.Lock()
 	epoch := r.epoch

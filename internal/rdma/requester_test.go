@@ -334,6 +334,27 @@ func TestApplyDeferredSendsOnPush(t *testing.T) {
 		}
 		flush(t, q)
 	})
+	t.Run("a deferred write carries its bytes as they were at the call, not at the send", func(t *testing.T) {
+		cfg := testRequesterConfig(resp.LocalAddr())
+		cfg.Timeout = 4 * time.Second
+		q := dial(t, cfg)
+		q.SetTargets([]Target{targetOf(m)})
+		buf := make([]byte, 8) // reused for every call, as a worker reuses its batch
+		for i := range uint64(8) {
+			binary.LittleEndian.PutUint64(buf, 100+i)
+			if err := q.ApplyDeferred([]memop.Op{{Kind: memop.Write, Offset: 512 + 8*i, Data: buf}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clear(buf)
+		q.Push()
+		flush(t, q)
+		for i := range uint64(8) {
+			if v, _ := reg.Load64(512 + 8*i); v != 100+i {
+				t.Errorf("word %d = %d, want %d", 512+8*i, v, 100+i)
+			}
+		}
+	})
 	t.Run("Apply sends what earlier deferred calls queued, before its own ops", func(t *testing.T) {
 		q := dial(t, testRequesterConfig(resp.LocalAddr()))
 		q.SetTargets([]Target{targetOf(m)})
