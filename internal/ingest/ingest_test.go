@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/ingest"
-	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/internal/store/storetest"
 	"github.com/dta-go/dta/internal/translator"
 )
 
@@ -17,19 +17,7 @@ import (
 // test ends.
 func start(t *testing.T) (*ingest.Ingest, *store.Catalog) {
 	t.Helper()
-	cfgs := store.DefaultConfigs()
-	cfgs[0].Slots, cfgs[1].Slots, cfgs[2].Chunks, cfgs[3].Capacity = 1024, 1024, 256, 64
-	descs, err := store.DescribeAll(cfgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := region.DefaultConfig()
-	rc.HugePages = region.HugePagesOff
-	cat, err := store.Open(descs, rc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cat.Close() })
+	cat := storetest.Open(t)
 	tr, err := translator.New(translator.DefaultConfig(), cat.Descriptors(), cat, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/dta-go/dta/internal/primitive/keywrite"
-	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/internal/store/storetest"
 	"github.com/dta-go/dta/wire/dta"
 )
 
@@ -18,19 +18,7 @@ var reporter = netip.MustParseAddrPort("192.0.2.7:40041")
 // local sink is a real catalogue of mmap'd regions.
 func newTestTranslator(t testing.TB, mod func(*Config)) (*Translator, *store.Catalog) {
 	t.Helper()
-	cfgs := store.DefaultConfigs()
-	cfgs[0].Slots, cfgs[1].Slots, cfgs[2].Chunks, cfgs[3].Capacity = 1024, 1024, 256, 64
-	descs, err := store.DescribeAll(cfgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := region.DefaultConfig()
-	rc.HugePages = region.HugePagesOff
-	cat, err := store.Open(descs, rc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cat.Close() })
+	cat := storetest.Open(t)
 	cfg := DefaultConfig()
 	if mod != nil {
 		mod(&cfg)

@@ -10,6 +10,7 @@ import (
 	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/internal/store/storetest"
 )
 
 // collector is a responder advertising small stores, as internal/collector
@@ -64,11 +65,8 @@ func (c *collector) close() {
 	c.done <- nil // later closes return at once
 }
 
-func smallStores() []store.Config {
-	cfgs := store.DefaultConfigs()
-	cfgs[0].Slots, cfgs[1].Slots, cfgs[2].Chunks, cfgs[3].Capacity = 1024, 1024, 256, 64
-	return cfgs
-}
+// smallStores are the collector's stores in these tests.
+func smallStores() []store.Config { return storetest.Configs() }
 
 func dial(t *testing.T, addr netip.AddrPort) *Uplink {
 	t.Helper()

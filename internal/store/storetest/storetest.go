@@ -1,0 +1,37 @@
+// Package storetest opens small store catalogues for the tests of other
+// packages: the default stores shrunk to a few KiB, on 4 KiB pages. Only
+// tests import it; it must not grow anything a running system would use.
+package storetest
+
+import (
+	"testing"
+
+	"github.com/dta-go/dta/internal/region"
+	"github.com/dta-go/dta/internal/store"
+)
+
+// Configs returns the default stores, shrunk: 1024 Key-Write and
+// Key-Increment slots, 256 Postcarding chunks, Append lists of 64 entries.
+func Configs() []store.Config {
+	cfgs := store.DefaultConfigs()
+	cfgs[0].Slots, cfgs[1].Slots, cfgs[2].Chunks, cfgs[3].Capacity = 1024, 1024, 256, 64
+	return cfgs
+}
+
+// Open opens the stores of Configs on 4 KiB pages and closes them when the
+// test ends.
+func Open(t testing.TB) *store.Catalog {
+	t.Helper()
+	descs, err := store.DescribeAll(Configs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := region.DefaultConfig()
+	rc.HugePages = region.HugePagesOff
+	cat, err := store.Open(descs, rc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	return cat
+}
