@@ -101,6 +101,7 @@ type Requester struct {
 	life      context.Context // cancelled by Close
 	stop      context.CancelFunc
 	done      chan struct{}
+	timer     *timer // ACK timeouts; armed (under mu) by every packet posted
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -165,6 +166,7 @@ func Dial(ctx context.Context, cfg RequesterConfig, logger *slog.Logger) (*Reque
 		advCh:     make(chan struct{}, 1),
 		reconnect: make(chan struct{}, 1),
 		done:      make(chan struct{}),
+		timer:     newTimer(cfg.Timeout / 4),
 	}
 	r.cond.L = &r.mu
 	r.life, r.stop = context.WithCancel(context.Background())
@@ -383,21 +385,15 @@ func (r *Requester) handle(b []byte, from netip.AddrPort) {
 	}
 }
 
+// timerLoop checks for ACK timeouts and sends what is queued, every quarter
+// of the timeout while packets are outstanding; post wakes it.
 func (r *Requester) timerLoop() {
-	tick := time.NewTicker(max(r.cfg.Timeout/4, time.Millisecond))
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.done:
-			return
-		case <-tick.C:
-		}
-		r.mu.Lock()
+	r.timer.run(&r.mu, r.done, func() bool {
 		r.now = time.Now().UnixNano()
 		r.checkTimeouts()
 		r.flushTx()
-		r.mu.Unlock()
-	}
+		return r.state == stateConnected && r.win.n > 0
+	})
 }
 
 // flushTx sends the queued packets. Called with mu held.

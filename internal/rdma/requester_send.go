@@ -234,6 +234,7 @@ func (r *Requester) post(op *memop.Op, t *Target, k, npk int, lastOfCall bool) {
 		r.atomicsOut++
 	}
 	r.sendPSN = (psn + 1) & roce.PSNMask
+	r.timer.arm()
 	r.stats.Packets.Add(1)
 	r.stats.Bytes.Add(uint64(len(s.buf)))
 	r.send(s.buf)

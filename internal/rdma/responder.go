@@ -76,6 +76,7 @@ type Responder struct {
 
 	running   atomic.Bool
 	done      chan struct{}
+	timer     *timer // handshake and advertisement deadlines; armed under mu
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -122,6 +123,7 @@ func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) 
 		byPeer:  make(map[netip.AddrPort]*qp),
 		mad:     make([]byte, 0, roce.MADLen),
 		done:    make(chan struct{}),
+		timer:   newTimer(cfg.Timeout / 4),
 	}
 	r.mrs.Store(&mrTable{byKey: map[uint32]*mr{}, byName: map[string]*mr{}, nextVA: newVABase()})
 	empty := []byte{}
@@ -302,21 +304,27 @@ func (r *Responder) readLoop() error {
 	}
 }
 
+// timerLoop drops half-open QPs and retransmits advertisements, every
+// quarter of the timeout while a QP has either pending; a new QP and an
+// advertisement sent wake it.
 func (r *Responder) timerLoop() {
-	tick := time.NewTicker(max(r.cfg.Timeout/4, time.Millisecond))
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.done:
-			return
-		case <-tick.C:
-		}
-		r.mu.Lock()
+	r.timer.run(&r.mu, r.done, func() bool {
 		r.now = time.Now().UnixNano()
 		r.expire()
 		r.flush()
-		r.mu.Unlock()
+		return r.timing()
+	})
+}
+
+// timing reports whether a QP waits for something with a deadline: its RTU,
+// or the acknowledgement of advertisement packets. Called with mu held.
+func (r *Responder) timing() bool {
+	for _, q := range r.qps {
+		if q.state == qpHalfOpen || q.state == qpEstablished && q.advUna < len(q.adv) {
+			return true
+		}
 	}
+	return false
 }
 
 // flush sends the queued responses. Called with mu held.

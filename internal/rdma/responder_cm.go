@@ -136,6 +136,7 @@ func (r *Responder) onREQ(req *roce.ConnectRequest, tid uint64, from netip.AddrP
 	}
 	r.qps[q.qpn] = q
 	r.byPeer[from] = q
+	r.timer.arm() // the RTU has a deadline
 	st.QPs.Add(1)
 	st.CMReplies.Add(1)
 	r.queue(&q.out, q.rep, from)
@@ -265,6 +266,9 @@ func (r *Responder) pumpAdv(q *qp) {
 		r.queue(&q.out, q.adv[q.advNext], q.peer)
 		q.advNext++
 		q.advSentAt = r.now
+	}
+	if q.advUna < len(q.adv) {
+		r.timer.arm() // their acknowledgement has a deadline
 	}
 }
 
