@@ -193,6 +193,10 @@ func (c *Combined) WriteTable(w io.Writer) error {
 	for _, q := range c.Ratios {
 		ratios[q.Primitive+" "+q.Mode] = q
 	}
+	ran := map[string]bool{} // "primitive mode collector"
+	for _, x := range c.Rows {
+		ran[x.Primitive+" "+x.Mode+" "+x.Collector] = true
+	}
 	for i, x := range c.Rows {
 		ops := "-"
 		if x.Collector == DTA {
@@ -220,7 +224,7 @@ func (c *Combined) WriteTable(w io.Writer) error {
 				return rangeOf(*s, 1, "%.2fx")
 			}
 			writeRatios(tw, remote, f(&q.Accepted), f(&q.PerCore), f(q.DTAOfCeiling), f(q.DTAOfCeilingPerCore),
-				f(q.BaseOfCeiling), f(q.BaseOfCeilingPerCore), q.Accepted.Median != 0, q.DTAOfCeiling != nil)
+				f(q.BaseOfCeiling), f(q.BaseOfCeilingPerCore), ran[x.Primitive+" "+x.Mode+" "+Baseline], ran[x.Primitive+" "+x.Mode+" "+ReceiveOnly] && q.DTAOfCeiling != nil)
 		}
 	}
 	return tw.Flush()

@@ -35,6 +35,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, q := range r.Ratios {
 		ratios[q.Primitive+" "+q.Mode] = q
 	}
+	ran := map[string]bool{} // "primitive mode collector"
+	for _, x := range r.Results {
+		ran[x.Primitive+" "+x.Mode+" "+x.Collector] = true
+	}
 	for i, x := range r.Results {
 		ops := "-"
 		if x.Collector == DTA {
@@ -57,7 +61,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if q, ok := ratios[x.Primitive+" "+x.Mode]; ok && last {
 			f := func(v float64) string { return fmt.Sprintf("%.2fx", v) }
 			writeRatios(tw, remote, f(q.Accepted), f(q.PerCore), f(q.DTAOfCeiling), f(q.DTAOfCeilingPerCore),
-				f(q.BaseOfCeiling), f(q.BaseOfCeilingPerCore), q.Accepted != 0, q.DTAOfCeiling != 0)
+				f(q.BaseOfCeiling), f(q.BaseOfCeilingPerCore), ran[x.Primitive+" "+x.Mode+" "+Baseline], ran[x.Primitive+" "+x.Mode+" "+ReceiveOnly])
 		}
 	}
 	return tw.Flush()
