@@ -20,6 +20,7 @@ func TestLayering(t *testing.T) {
 		{pkg: "wire/dta", stdOnly: true},
 		{pkg: "internal/hashing", stdOnly: true},
 		{pkg: "internal/memop", stdOnly: true},
+		{pkg: "partition", stdOnly: true},
 		{pkg: "internal/wire/roce", stdOnly: true},
 		{pkg: "internal/rdma", deny: []string{mod + "internal/store", mod + "internal/primitive/", mod + "wire/dta", "github.com/spf13/cobra"}},
 		{pkg: "internal/uplink", deny: []string{"net/http", "github.com/spf13/cobra", mod + "internal/translator"}},
