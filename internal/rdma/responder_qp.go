@@ -335,6 +335,7 @@ func (r *Responder) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bo
 		if err != nil {
 			return roce.NAKRemoteOperationalError, false, 0
 		}
+		m.r.Written(off, 8)
 		q.msn = (q.msn + 1) & roce.PSNMask
 		st.Atomics.Add(1)
 		a := &q.atomics[q.atomicNext]
@@ -368,14 +369,21 @@ func (r *Responder) lookup(rkey uint32, need Access, va, n uint64) (*mr, roce.Sy
 	return nil, roce.NAKRemoteAccessError
 }
 
-// place writes b at off. An 8-byte write to an aligned offset is a single
-// atomic store, as an RDMA NIC places it, so that readers polling a word
-// never see it torn.
+// place writes b at off and records it for the region's trackers. An 8-byte
+// write to an aligned offset is a single atomic store, as an RDMA NIC places
+// it, so that readers polling a word never see it torn.
 func place(m *mr, off uint64, b []byte) bool {
+	var err error
 	if len(b) == 8 && off%8 == 0 {
-		return m.r.Store64(off, binary.LittleEndian.Uint64(b)) == nil
+		err = m.r.Store64(off, binary.LittleEndian.Uint64(b))
+	} else {
+		err = m.r.Write(off, b)
 	}
-	return m.r.Write(off, b) == nil
+	if err != nil {
+		return false
+	}
+	m.r.Written(off, uint64(len(b)))
+	return true
 }
 
 func (r *Responder) immediate(q *qp, name string, off, n uint64, imm uint32) {

@@ -11,6 +11,11 @@
 // and a rejected write changes nothing. Data-path methods do not allocate and
 // return the sentinel errors [ErrOutOfBounds] and [ErrMisaligned] unwrapped.
 //
+// Consumers that copy a region out from time to time (checkpoints, exports of
+// changed slots) track which blocks were written with a [Tracker] each; the
+// writers report what they wrote with [Region.Written] (see track.go for why
+// the write methods do not, and for the ordering that makes nothing missed).
+//
 // Regions are mapped with mmap(2) and, by default, advised to use transparent
 // huge pages (MADV_HUGEPAGE) and pre-faulted at creation: random access into
 // large regions is 2–3x faster on huge pages, and first-touch page faults never

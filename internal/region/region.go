@@ -40,6 +40,7 @@ type Region struct {
 	logger  *slog.Logger
 
 	closeMu sync.Mutex
+	trackState
 }
 
 // New maps a region as described by cfg. logger receives one line per region
@@ -116,6 +117,7 @@ func (r *Region) Read(off uint64, b []byte) error {
 // Slice returns a view of [off, off+n), without copying. Its capacity is n, so
 // appending to it cannot write into the region. The view aliases the mapping:
 // it may change under concurrent writers and must not be used after Close.
+// It is for reading: bytes written through it are not seen by trackers.
 func (r *Region) Slice(off, n uint64) ([]byte, error) {
 	s, ok := r.span(off, n)
 	if !ok {
@@ -223,6 +225,7 @@ func (r *Region) CompareAndSwap64(off uint64, old, new uint64) (swapped bool, pr
 // old and zero bytes. Callers that reset a store quiesce its writers first.
 func (r *Region) Zero() {
 	clear(r.buf)
+	r.markAll()
 }
 
 // Close unmaps the region. It is idempotent. The caller guarantees that no

@@ -226,6 +226,7 @@ func (c *Catalog) apply(ops []memop.Op, olds *[prefetchWindow]uint64, bytes *uin
 		if err != nil {
 			return i, fmt.Errorf("store %s offset %d: %w", s.Name, op.Offset, err)
 		}
+		s.Region.Written(op.Offset, op.Len())
 		*bytes += op.Len()
 	}
 	return len(ops), nil
