@@ -77,6 +77,7 @@ var (
 	alBatches = desc("append_batches_total", "Append batches written, by store.", "store")
 	alPartial = desc("append_partial_batches_total", "Append batches written before they were full, by store.", "store")
 	alWraps   = desc("append_wrap_splits_total", "Append batches split at a ring's end, by store.", "store")
+	alPending = desc("append_pending_entries", "Append entries the translator holds in partial batches, not yet written to the store, by store.", "store")
 	udpDesc   = map[string]*prometheus.Desc{
 		"datagrams":    desc("udp_datagrams_total", "Datagrams received on the report sockets."),
 		"bytes":        desc("udp_bytes_total", "Bytes received on the report sockets."),
@@ -90,7 +91,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c Translator) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{trDatagrams, trReports, trDrops, trOps, trAcks, trNacks, alEntries, alBatches, alPartial, alWraps} {
+	for _, d := range []*prometheus.Desc{trDatagrams, trReports, trDrops, trOps, trAcks, trNacks, alEntries, alBatches, alPartial, alWraps, alPending} {
 		ch <- d
 	}
 	for _, d := range pcCounters {
@@ -132,6 +133,7 @@ func (c Translator) Collect(ch chan<- prometheus.Metric) {
 		counter(ch, alBatches, st.Batches.Load(), d.Name)
 		counter(ch, alPartial, st.Partial.Load(), d.Name)
 		counter(ch, alWraps, st.WrapSplits.Load(), d.Name)
+		gauge(ch, alPending, float64(st.Pending()), d.Name)
 	}
 	if l := c.Listener; l != nil {
 		u := l.Stats()
@@ -204,7 +206,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c Query) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{qRequests, qErrors, qKeys, qEntries, qNotify, qPolls, qStreams} {
+	for _, d := range []*prometheus.Desc{qRequests, qErrors, qKeys, qEntries, qNotify, qPolls, qStreams, qLatency} {
 		ch <- d
 	}
 }
@@ -224,6 +226,7 @@ func (c Query) Collect(ch chan<- prometheus.Metric) {
 	counter(ch, qNotify, c.S.Notifications.Load())
 	gauge(ch, qPolls, float64(c.S.LongPolls.Load()))
 	gauge(ch, qStreams, float64(c.S.Streams.Load()))
+	c.collectLatency(ch)
 }
 
 // counterList exports a fixed list of atomic counters.

@@ -153,6 +153,53 @@ func (s *Server) appendHead(w http.ResponseWriter, r *http.Request, st *store.St
 	return nil
 }
 
+// headsResponse is the answer to GET /v1/stores/{store}/append: the heads of
+// a page of the store's lists.
+type headsResponse struct {
+	Lists uint32         `json:"lists"`
+	Heads []headResponse `json:"heads"`
+	Next  *uint32        `json:"next,omitempty"` // first list of the next page; absent on the last
+}
+
+// maxHeads bounds the lists one heads request returns (16 bytes or so of
+// JSON each).
+const maxHeads = 10000
+
+// appendHeads returns the heads of lists first..first+limit-1 of the store.
+func (s *Server) appendHeads(w http.ResponseWriter, r *http.Request, st *store.Store) *apiError {
+	if st.Append == nil {
+		return internal(errNoStoreKind)
+	}
+	q, aerr := parseQuery(r.URL.RawQuery, "first", "limit")
+	if aerr != nil {
+		return aerr
+	}
+	n := st.Append.Spec().Lists
+	first, aerr := intParam(q, "first", 0, int(n)-1, 0)
+	if aerr != nil {
+		return aerr
+	}
+	limit, aerr := intParam(q, "limit", 1, maxHeads, 1000)
+	if aerr != nil {
+		return aerr
+	}
+	end := min(uint64(first)+uint64(limit), uint64(n))
+	resp := headsResponse{Lists: n, Heads: make([]headResponse, 0, end-uint64(first))}
+	for l := uint32(first); uint64(l) < end; l++ {
+		h, err := st.Append.Head(l)
+		if err != nil {
+			return internal(err)
+		}
+		resp.Heads = append(resp.Heads, headResponse{List: l, Head: h})
+	}
+	if end < uint64(n) {
+		next := uint32(end)
+		resp.Next = &next
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
 func (s *Server) appendReset(w http.ResponseWriter, r *http.Request, st *store.Store) *apiError {
 	if _, err := parseQuery(r.URL.RawQuery); err != nil {
 		return err

@@ -56,6 +56,11 @@ func TestEveryRouteIsInOpenAPIAndBack(t *testing.T) {
 		}
 	}
 	for _, d := range documented {
+		// Paths outside /v1 (/metrics, /healthz) are the collector's own,
+		// served beside this server; internal/collector checks them.
+		if !strings.Contains(d, " /v1/") {
+			continue
+		}
 		if !slices.Contains(registered, d) {
 			t.Errorf("docs/openapi.yaml documents %s, which the server does not serve", d)
 		}

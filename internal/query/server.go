@@ -176,6 +176,7 @@ func (s *Server) routes() []route {
 		{http.MethodPost, st + "/keyincrement:reset", EndpointKeyIncrementReset, true, dta.KeyIncrement, s.keyIncrementReset},
 		{http.MethodGet, st + "/postcard", EndpointPostcard, true, dta.Postcard, s.postcard},
 		{http.MethodPost, st + "/postcard:batch", EndpointPostcardBatch, true, dta.Postcard, s.postcardBatch},
+		{http.MethodGet, st + "/append", EndpointAppendHeads, true, dta.Append, s.appendHeads},
 		{http.MethodGet, st + "/append/{list}", EndpointAppend, true, dta.Append, s.appendPoll},
 		{http.MethodGet, st + "/append/{list}/head", EndpointAppendHead, true, dta.Append, s.appendHead},
 		{http.MethodPost, st + "/append:reset", EndpointAppendReset, true, dta.Append, s.appendReset},
@@ -187,6 +188,10 @@ func (s *Server) routes() []route {
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.stats.Requests[rt.endpoint].Add(1)
+		if rt.endpoint != EndpointNotifications {
+			start := time.Now()
+			defer func() { s.stats.Latency[rt.endpoint].Observe(time.Since(start)) }()
+		}
 		var st *store.Store
 		var err *apiError
 		if rt.hasStore {

@@ -1,6 +1,9 @@
 package query
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Endpoint identifies one route of the API in [Stats].
 type Endpoint uint8
@@ -20,6 +23,7 @@ const (
 	EndpointAppendHead
 	EndpointAppendReset
 	EndpointNotifications
+	EndpointAppendHeads
 	EndpointOther
 	NumEndpoints // number of endpoints, for arrays indexed by Endpoint
 )
@@ -38,6 +42,7 @@ var endpointNames = [NumEndpoints]string{
 	EndpointAppendHead:        "append_head",
 	EndpointAppendReset:       "append_reset",
 	EndpointNotifications:     "notifications",
+	EndpointAppendHeads:       "append_heads",
 	EndpointOther:             "other",
 }
 
@@ -103,4 +108,46 @@ type Stats struct {
 	LongPolls atomic.Int64
 	// Streams is the number of notification streams open now.
 	Streams atomic.Int64
+	// Latency holds the durations of requests per endpoint, from routing to
+	// the last byte written (an Append long poll includes its wait). The
+	// notification stream is left out: its duration is the client's.
+	Latency [NumEndpoints]Latency
+}
+
+// latencyBounds are the upper bounds of Latency's buckets, in seconds: from
+// 100 µs (a cached Key-Write lookup) to 30 s (the longest long poll).
+var latencyBounds = [NumLatencyBuckets - 1]float64{
+	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+}
+
+// NumLatencyBuckets is the number of buckets of a [Latency], the last one
+// unbounded.
+const NumLatencyBuckets = 18
+
+// LatencyBounds returns the upper bounds, in seconds, of the first
+// NumLatencyBuckets-1 buckets of a [Latency]; the last bucket has none.
+func LatencyBounds() []float64 { return latencyBounds[:] }
+
+// Latency is a histogram of request durations with fixed buckets (see
+// [LatencyBounds]), kept as atomic counters so that recording costs no lock
+// and no allocation.
+type Latency struct {
+	// Buckets counts requests per bucket (not cumulative): Buckets[i] those
+	// above bound i-1 and at most bound i; the last, those above every bound.
+	Buckets [NumLatencyBuckets]atomic.Uint64
+	// SumNanos is the sum of the recorded durations, in nanoseconds.
+	SumNanos atomic.Uint64
+}
+
+// Observe records one request that took d.
+func (l *Latency) Observe(d time.Duration) {
+	s := d.Seconds()
+	i := 0
+	for i < len(latencyBounds) && s > latencyBounds[i] {
+		i++
+	}
+	l.Buckets[i].Add(1)
+	if d > 0 {
+		l.SumNanos.Add(uint64(d))
+	}
 }

@@ -595,3 +595,39 @@ func TestWriterAddAllocatesNothing(t *testing.T) {
 		t.Errorf("Writer.Add: %v allocs per entry, want 0", allocs)
 	}
 }
+
+func TestPendingCountsEntriesHeldInPartialBatches(t *testing.T) {
+	spec := appendlist.Spec{Lists: 4, Capacity: 64, EntrySize: 8, Batch: 4}
+	f := newFixture(t, spec)
+	st := f.w.Stats()
+	pending := func(want uint64, when string) {
+		t.Helper()
+		if got := st.Pending(); got != want {
+			t.Errorf("%s: Pending() = %d, want %d (entries %d, written %d, discarded %d)",
+				when, got, want, st.Entries.Load(), st.Written.Load(), st.Discarded.Load())
+		}
+	}
+	pending(0, "a new writer")
+	for i := range uint64(3) {
+		f.add(t, 0, i, 0)
+	}
+	pending(3, "three entries of a batch of four")
+	f.add(t, 0, 3, 0)
+	pending(0, "the batch filled and was written")
+	f.add(t, 1, 0, 0)
+	f.add(t, 1, 1, 0)
+	if _, err := f.w.AddEntries(2, append(entry(0, 8), entry(1, 8)...), false, 0, f.b, f.sink); err != nil {
+		t.Fatal(err)
+	}
+	pending(4, "two partial batches of two")
+	if _, err := f.w.Flush(0, 0, f.b, f.sink); err != nil {
+		t.Fatal(err)
+	}
+	pending(0, "after a flush")
+	f.add(t, 3, 0, 0)
+	f.w.Resume(3, 0)
+	pending(0, "after Resume discarded the partial batch")
+	if st.Written.Load() != 8 || st.Discarded.Load() != 1 || st.Entries.Load() != 9 {
+		t.Errorf("entries %d written %d discarded %d, want 9, 8, 1", st.Entries.Load(), st.Written.Load(), st.Discarded.Load())
+	}
+}

@@ -16,6 +16,22 @@ type WriterStats struct {
 	Partial      atomic.Uint64 // of which partial (flushed by delay or immediate)
 	WrapSplits   atomic.Uint64 // batches split in two writes at the ring's end
 	HeaderWrites atomic.Uint64 // head publications
+	Written      atomic.Uint64 // entries written out in batches (including batches the sink refused)
+	Discarded    atomic.Uint64 // pending entries dropped by Resume
+}
+
+// Pending returns the entries accepted but neither written out nor discarded
+// yet: those waiting in partial batches for the batch to fill or the flush
+// delay to pass. It is a snapshot of counters updated concurrently, and never
+// negative.
+func (s *WriterStats) Pending() uint64 {
+	// Every entry is counted in Entries before it is counted in Written or
+	// Discarded, so loading those first keeps the difference ≥ 0.
+	done := s.Written.Load() + s.Discarded.Load()
+	if e := s.Entries.Load(); e > done {
+		return e - done
+	}
+	return 0
 }
 
 type listState struct {
@@ -69,6 +85,9 @@ func (w *Writer) Resume(list uint32, head uint64) {
 	}
 	l := &w.lists[list]
 	l.mu.Lock()
+	if l.n > 0 {
+		w.stats.Discarded.Add(uint64(l.n))
+	}
 	l.head, l.n = head, 0
 	l.mu.Unlock()
 }
@@ -173,7 +192,7 @@ func (w *Writer) mark(list uint32, l *listState) {
 }
 
 // emitted counts what emit calls wrote, to be added to the stats at once.
-type emitted struct{ batches, partial, splits uint64 }
+type emitted struct{ batches, partial, splits, entries uint64 }
 
 func (w *Writer) count(c *emitted) {
 	if c.batches == 0 {
@@ -181,6 +200,7 @@ func (w *Writer) count(c *emitted) {
 	}
 	w.stats.HeaderWrites.Add(c.batches)
 	w.stats.Batches.Add(c.batches)
+	w.stats.Written.Add(c.entries)
 	if c.partial != 0 {
 		w.stats.Partial.Add(c.partial)
 	}
@@ -225,6 +245,7 @@ func (w *Writer) emit(list uint32, l *listState, b *memop.Batch, c *emitted) {
 	binary.LittleEndian.PutUint64(hdr, l.head)
 	w.write(b, w.spec.HeadOffset(list), hdr, l.imm, list)
 	c.batches++
+	c.entries += k
 	if int(k) < w.spec.Batch {
 		c.partial++
 	}
