@@ -1,9 +1,9 @@
 // Package collector is the composition root of the DTA collector: it maps the
-// configured stores, serves the query API, Prometheus /metrics and /healthz
-// over HTTP, runs the software RoCEv2 responder that remote translators write
-// through (advertising the stores to each), and offers its stores as the local
-// sink for an in-process translator. It owns no primitive logic and never
-// decodes reports.
+// configured stores, serves the query API, Prometheus /metrics, /healthz and
+// the web dashboard (/, internal/web) over HTTP, runs the software RoCEv2
+// responder that remote translators write through (advertising the stores to
+// each), and offers its stores as the local sink for an in-process translator.
+// It owns no primitive logic and never decodes reports.
 package collector
 
 import (
@@ -22,6 +22,7 @@ import (
 	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/internal/web"
 	"github.com/dta-go/dta/wire/dta"
 )
 
@@ -82,10 +83,17 @@ func New(cfg Config, logger *slog.Logger) (*Collector, error) {
 			return nil, err
 		}
 	}
+	ui, err := web.New()
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("collector: %w", err)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", c.query.Handler())
 	mux.Handle("GET /metrics", c.reg.Handler())
 	mux.HandleFunc("GET /healthz", c.healthz)
+	mux.Handle("GET /{$}", ui)             // the dashboard (internal/web)
+	mux.Handle("GET "+web.AssetPrefix, ui) // and its assets
 	c.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	return c, nil
 }

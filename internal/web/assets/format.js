@@ -1,0 +1,38 @@
+// Number formatting shared by the dashboard's modules.
+
+export function fmtInt(v) {
+  return v === null || v === undefined || !isFinite(v) ? '–' : Math.round(v).toLocaleString('en-US');
+}
+export function fmtNum(v) {
+  if (v === null || v === undefined || !isFinite(v)) return '–';
+  if (v === 0) return '0';
+  return String(Number(v.toPrecision(3)));
+}
+export function fmtSI(v, unit) {
+  if (v === null || v === undefined || !isFinite(v)) return '–';
+  const a = Math.abs(v);
+  for (const [d, s] of [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']]) {
+    if (a >= d) return fmtNum(v / d) + s + (unit || '');
+  }
+  return fmtNum(v) + (unit || '');
+}
+export function fmtBytes(v) {
+  if (v === null || v === undefined || !isFinite(v)) return '–';
+  for (const [d, s] of [[2 ** 40, 'TiB'], [2 ** 30, 'GiB'], [2 ** 20, 'MiB'], [2 ** 10, 'KiB']]) {
+    if (v >= d) return fmtNum(v / d) + ' ' + s;
+  }
+  return fmtInt(v) + ' B';
+}
+export function fmtSeconds(s) {
+  if (s === null || s === undefined || !isFinite(s)) return '–';
+  if (s < 1e-3) return fmtNum(s * 1e6) + ' µs';
+  if (s < 1) return fmtNum(s * 1e3) + ' ms';
+  return fmtNum(s) + ' s';
+}
+export function fmtPercent(r) {
+  return r === null || r === undefined || !isFinite(r) ? '–' : fmtNum(r * 100) + ' %';
+}
+export function fmtClock(t) {
+  const d = new Date(t);
+  return d.toLocaleTimeString('en-GB', { hour12: false });
+}
