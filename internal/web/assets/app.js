@@ -237,16 +237,26 @@ function dropRows(cur) {
 
 function renderDrops(cur) {
   const body = $('drops-table').tBodies[0];
-  const rows = dropRows(cur);
+  const all = $('drops-all').checked;
   const values = [];
-  body.replaceChildren(...rows.map((r) => {
+  const trs = [];
+  let zero = 0;
+  for (const r of dropRows(cur)) {
     const total = cur.sum(r.metric, r.match);
     const rt = rate(prev, cur, r.metric, r.match);
     if (total > 0) values.push([r.where + ': ' + r.reason, rt]);
-    return el('tr', { class: total > 0 ? (rt > 0 ? 'hot' : '') : 'zero' },
-      el('td', {}, r.where), el('td', {}, r.reason),
-      el('td', { class: 'num' }, fmtSI(rt)), el('td', { class: 'num' }, fmtInt(total)));
-  }));
+    else zero++;
+    if (total > 0 || all) {
+      trs.push(el('tr', { class: total > 0 ? (rt > 0 ? 'hot' : '') : 'zero' },
+        el('td', {}, r.where), el('td', {}, r.reason),
+        el('td', { class: 'num' }, fmtSI(rt)), el('td', { class: 'num' }, fmtInt(total))));
+    }
+  }
+  if (!all && zero) {
+    trs.push(el('tr', { class: 'zero' }, el('td', { colspan: 4 },
+      values.length ? zero + ' other reasons at zero' : 'nothing dropped: all ' + zero + ' reasons at zero')));
+  }
+  body.replaceChildren(...trs);
   charts.drops.push(cur.t, values);
 }
 
@@ -445,8 +455,13 @@ async function refreshStores() {
 
 let running = false;
 
+// tick samples once, renders, and schedules the next sample. Calling it
+// early (a new token, Resume) replaces the pending sample.
 async function tick() {
-  timer = null;
+  if (timer !== null) {
+    clearTimeout(timer);
+    timer = null;
+  }
   if (paused || running) return;
   running = true;
   try {
@@ -584,6 +599,7 @@ function start() {
     $('token').value = '';
     save('session', TOKEN_KEY, null);
   });
+  $('drops-all').addEventListener('change', () => tick());
   for (const form of document.querySelectorAll('form.query')) {
     form.addEventListener('submit', (e) => {
       e.preventDefault();

@@ -1,0 +1,410 @@
+// Package grafana holds the Grafana dashboard of dta (dta.json) and the test
+// that keeps it true: every PromQL expression parses, and every metric it
+// names is exported by a running dta.
+package grafana_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/dta-go/dta/internal/cli"
+)
+
+// dashboard is the part of a Grafana dashboard model the test reads.
+type dashboard struct {
+	UID           string  `json:"uid"`
+	Title         string  `json:"title"`
+	SchemaVersion int     `json:"schemaVersion"`
+	Panels        []panel `json:"panels"`
+	Templating    struct {
+		List []struct {
+			Name  string `json:"name"`
+			Type  string `json:"type"`
+			Query any    `json:"query"`
+		} `json:"list"`
+	} `json:"templating"`
+}
+
+type panel struct {
+	ID         int    `json:"id"`
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Datasource *struct {
+		Type string `json:"type"`
+		UID  string `json:"uid"`
+	} `json:"datasource"`
+	GridPos struct{ H, W, X, Y int } `json:"gridPos"`
+	Targets []struct {
+		Expr  string `json:"expr"`
+		RefID string `json:"refId"`
+	} `json:"targets"`
+	Panels []panel `json:"panels"` // a collapsed row's panels
+}
+
+func loadDashboard(t *testing.T) dashboard {
+	t.Helper()
+	b, err := os.ReadFile("dta.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("dta.json: %v", err)
+	}
+	return d
+}
+
+// allPanels flattens rows.
+func allPanels(ps []panel) []panel {
+	var out []panel
+	for _, p := range ps {
+		out = append(out, p)
+		out = append(out, allPanels(p.Panels)...)
+	}
+	return out
+}
+
+// expression is one PromQL expression of the dashboard and where it is.
+type expression struct {
+	where, expr string
+}
+
+var labelValues = regexp.MustCompile(`^label_values\((.*),\s*\w+\)$`)
+
+// expressions returns every PromQL expression of d: the panels' queries and
+// the series selectors of the template variables' label_values().
+func expressions(t *testing.T, d dashboard) []expression {
+	t.Helper()
+	var out []expression
+	for _, p := range allPanels(d.Panels) {
+		for _, tg := range p.Targets {
+			out = append(out, expression{fmt.Sprintf("panel %d %q query %s", p.ID, p.Title, tg.RefID), tg.Expr})
+		}
+	}
+	for _, v := range d.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		q, ok := v.Query.(string)
+		m := labelValues.FindStringSubmatch(q)
+		if !ok || m == nil {
+			t.Errorf("variable %s: query %v is not label_values(SELECTOR, LABEL)", v.Name, v.Query)
+			continue
+		}
+		out = append(out, expression{"variable " + v.Name, m[1]})
+	}
+	return out
+}
+
+var (
+	grafanaInterval = regexp.MustCompile(`\$__(rate_interval|interval|range)\b`)
+	grafanaVariable = regexp.MustCompile(`\$\{?\w+\}?`)
+)
+
+// promQL replaces Grafana's variables by what Prometheus would receive: a
+// duration for the interval variables, a match-all regular expression for
+// the template variables (which only occur in label matchers).
+func promQL(expr string) string {
+	return grafanaVariable.ReplaceAllString(grafanaInterval.ReplaceAllString(expr, "1m"), ".*")
+}
+
+// metricNames parses expr and returns the metric names it selects: selector
+// names and __name__ matchers (an equality, or an alternation of names).
+func metricNames(expr string) ([]string, error) {
+	e, err := parser.NewParser(parser.Options{}).ParseExpr(promQL(expr))
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	var bad error
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		if vs.Name != "" {
+			names = append(names, vs.Name)
+		}
+		for _, m := range vs.LabelMatchers {
+			if m.Name != labels.MetricName || m.Value == vs.Name {
+				continue
+			}
+			switch m.Type {
+			case labels.MatchEqual:
+				names = append(names, m.Value)
+			case labels.MatchRegexp:
+				for _, alt := range strings.Split(m.Value, "|") {
+					if !regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`).MatchString(alt) {
+						bad = fmt.Errorf("__name__=~%q: only an alternation of metric names can be checked", m.Value)
+					}
+					names = append(names, alt)
+				}
+			default:
+				bad = fmt.Errorf("__name__ matcher %s cannot be checked", m)
+			}
+		}
+		return nil
+	})
+	return names, bad
+}
+
+// exported is what a /metrics scrape declares: family name → type.
+type exported map[string]string
+
+// has reports whether name is a series of an exported family: the family
+// itself, or a histogram's (or summary's) _bucket, _sum or _count.
+func (x exported) has(name string) bool {
+	if _, ok := x[name]; ok {
+		return true
+	}
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		base, found := strings.CutSuffix(name, suffix)
+		if !found {
+			continue
+		}
+		switch x[base] {
+		case "histogram":
+			return true
+		case "summary":
+			return suffix != "_bucket"
+		}
+	}
+	return false
+}
+
+// missing returns the names exprs use that x does not export, each with the
+// first place it is used.
+func missing(t *testing.T, exprs []expression, x exported) []string {
+	t.Helper()
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range exprs {
+		names, err := metricNames(e.expr)
+		if err != nil {
+			t.Errorf("%s: %v\n\t%s", e.where, err, e.expr)
+			continue
+		}
+		if len(names) == 0 {
+			t.Errorf("%s selects no metric: %s", e.where, e.expr)
+		}
+		for _, n := range names {
+			if !x.has(n) && !seen[n] {
+				seen[n] = true
+				out = append(out, fmt.Sprintf("%s (%s)", n, e.where))
+			}
+		}
+	}
+	return out
+}
+
+func TestTheCheckerFindsMetricsThatDoNotExist(t *testing.T) {
+	x := exported{"dta_a_total": "counter", "dta_h_seconds": "histogram", "dta_g": "gauge", "dta_s": "summary"}
+	for _, tt := range []struct {
+		name, expr string
+		missing    int
+	}{
+		{"a counter in rate() exists", `sum by (k) (rate(dta_a_total{job=~"$job"}[$__rate_interval]))`, 0},
+		{"a misspelt metric is missing", `rate(dta_a_totl[5m])`, 1},
+		{"a histogram's buckets, sum and count exist", `histogram_quantile(0.9, sum by (le) (rate(dta_h_seconds_bucket[1m]))) + dta_h_seconds_sum / dta_h_seconds_count`, 0},
+		{"a gauge has no buckets", `dta_g_bucket`, 1},
+		{"a summary has no buckets", `dta_s_bucket + dta_s_count`, 1},
+		{"names in a __name__ alternation are checked", `{__name__=~"dta_g|dta_nope", instance=~"$instance"}`, 1},
+		{"both sides of a binary operation are checked", `dta_g - dta_other`, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := missing(t, []expression{{tt.name, tt.expr}}, x); len(got) != tt.missing {
+				t.Errorf("missing %v, want %d names", got, tt.missing)
+			}
+		})
+	}
+	if _, err := metricNames(`sum(rate(dta_a_total[5m])`); err == nil {
+		t.Error("an unbalanced parenthesis parsed")
+	}
+}
+
+func TestDashboardIsAWellFormedGrafanaDashboard(t *testing.T) {
+	d := loadDashboard(t)
+	if d.UID == "" || d.Title == "" || d.SchemaVersion < 36 {
+		t.Errorf("uid %q, title %q, schemaVersion %d: want a uid, a title and Grafana 10+'s schema (≥ 36)", d.UID, d.Title, d.SchemaVersion)
+	}
+	var vars []string
+	for _, v := range d.Templating.List {
+		vars = append(vars, v.Name)
+	}
+	if !slices.Equal(vars, []string{"datasource", "job", "instance"}) {
+		t.Errorf("template variables %v, want datasource, job, instance", vars)
+	}
+	ids := map[int]bool{}
+	panels := allPanels(d.Panels)
+	for _, p := range panels {
+		where := fmt.Sprintf("panel %d %q", p.ID, p.Title)
+		if ids[p.ID] || p.ID == 0 {
+			t.Errorf("%s: id missing or used twice", where)
+		}
+		ids[p.ID] = true
+		if g := p.GridPos; g.W <= 0 || g.H <= 0 || g.X < 0 || g.X+g.W > 24 {
+			t.Errorf("%s: gridPos %+v outside Grafana's 24 columns", where, g)
+		}
+		if p.Title == "" {
+			t.Errorf("%s has no title", where)
+		}
+		if p.Type == "row" {
+			continue
+		}
+		if p.Datasource == nil || p.Datasource.UID != "${datasource}" || p.Datasource.Type != "prometheus" {
+			t.Errorf("%s: data source %+v, want the $datasource variable", where, p.Datasource)
+		}
+		refs := map[string]bool{}
+		for _, tg := range p.Targets {
+			if tg.Expr == "" || tg.RefID == "" || refs[tg.RefID] {
+				t.Errorf("%s: a query without expression or with a missing or repeated refId %q", where, tg.RefID)
+			}
+			refs[tg.RefID] = true
+			if strings.Contains(tg.Expr, "dta_") && !strings.Contains(tg.Expr, `instance=~"$instance"`) {
+				t.Errorf("%s: query %s ignores the instance variable", where, tg.RefID)
+			}
+		}
+		if len(p.Targets) == 0 {
+			t.Errorf("%s has no query", where)
+		}
+	}
+	if len(panels) < 20 {
+		t.Errorf("%d panels", len(panels))
+	}
+}
+
+// upConfig is `dta up` with unit-test sized stores.
+const upConfig = `
+collector:
+  prefault: false
+translator:
+  readers: 1
+  recv_buffer: 4MiB
+stores:
+  - {name: keywrite, id: 1, primitive: keywrite, default: true, slots: 4096, value_size: 4, redundancy: 4}
+  - {name: keyincrement, id: 2, primitive: keyincrement, default: true, slots: 4096, redundancy: 4}
+  - {name: postcard, id: 3, primitive: postcard, default: true, chunks: 1024, hops: 5, redundancy: 2}
+  - {name: append, id: 4, primitive: append, default: true, lists: 4, capacity: 64, entry_size: 4, batch: 4}
+`
+
+// scrapeUp runs `dta up --sink roce --demo` in this process (every
+// component that exports metrics: translator, report sockets, RoCEv2
+// requester and responder, stores, query API), makes a failing query so that
+// the error counters exist, and returns what /metrics declares.
+func scrapeUp(t *testing.T) exported {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "dta.yaml")
+	if err := os.WriteFile(cfg, []byte(upConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(ctx, []string{"up", "--config", cfg, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
+			"--sink", "roce", "--demo"}, nil, pw, io.Discard)
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("dta up did not stop within 15s")
+		}
+	})
+	ready := regexp.MustCompile(`queries on (http://\S+) `)
+	base := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if m := ready.FindStringSubmatch(sc.Text()); m != nil {
+				base <- m[1]
+				break
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	var url string
+	select {
+	case url = <-base:
+	case <-done:
+		t.Fatal("dta up exited before it was ready")
+	case <-time.After(20 * time.Second):
+		t.Fatal("dta up printed no ready line")
+	}
+	get := func(path string) string {
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	get("/v1/stores/nope/keywrite?key=1") // a 404: dta_query_errors_total
+	get("/v1/stores/keywrite/keywrite?key=1")
+	// The responder's per-QP gauge exists once the translator connected, and
+	// the requester's counters move once the demo's writes flow.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		text := get("/metrics")
+		if strings.Contains(text, "dta_rdma_responder_qp_expected_psn{") && strings.Contains(text, `dta_translator_reports_total{primitive="append"}`) {
+			x := exported{}
+			for _, line := range strings.Split(text, "\n") {
+				if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
+					x[f[2]] = f[3]
+				}
+			}
+			return x
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no queue pair in /metrics after 20s:\n%s", text)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// notOnDashboard lists the dta metrics the dashboard leaves out on purpose,
+// with the reason.
+var notOnDashboard = map[string]string{}
+
+func TestEveryMetricTheDashboardUsesIsExported(t *testing.T) {
+	d := loadDashboard(t)
+	exprs := expressions(t, d)
+	x := scrapeUp(t)
+	for _, m := range missing(t, exprs, x) {
+		t.Errorf("the dashboard uses %s, which dta up --sink roce does not export", m)
+	}
+	// And the other way: every dta metric has a panel, so that a new metric
+	// is not forgotten.
+	used := map[string]bool{}
+	for _, e := range exprs {
+		names, _ := metricNames(e.expr)
+		for _, n := range names {
+			used[n] = true
+		}
+	}
+	for name, typ := range x {
+		if !strings.HasPrefix(name, "dta_") || notOnDashboard[name] != "" {
+			continue
+		}
+		if !used[name] && !(typ == "histogram" && used[name+"_bucket"]) {
+			t.Errorf("%s (%s) is exported but no panel shows it: add one to deploy/grafana/dta.json, or list it in notOnDashboard with the reason", name, typ)
+		}
+	}
+}
