@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -239,6 +240,11 @@ func TestAppendPollHeadAndReset(t *testing.T) {
 	}
 	if h, err := e.c.AppendHead(ctx, "append", 0); err != nil || h != 3 {
 		t.Errorf("head %d, %v", h, err)
+	}
+	e.appendEntries(2, 7)
+	heads, err := e.c.AppendHeads(ctx, "append")
+	if want := []client.ListHead{{0, 3}, {1, 0}, {2, 1}, {3, 0}}; err != nil || !slices.Equal(heads, want) {
+		t.Errorf("heads %v, %v; want %v", heads, err, want)
 	}
 	if err := e.c.ResetAppend(ctx, "append"); err != nil {
 		t.Fatal(err)
