@@ -333,3 +333,33 @@ func TestDashboardSendsTheAPIToken(t *testing.T) {
 	}
 	checkNoProblems(t, b)
 }
+
+// TestDashboardOfACollectorWithoutTranslator runs dta collector and dta
+// translator apart, as across machines: the collector's dashboard shows the
+// writes its RoCEv2 responder executed and the translator's queue pair, and
+// says where the translator's own numbers are.
+func TestDashboardOfACollectorWithoutTranslator(t *testing.T) {
+	b := newBrowser(t)
+	cfg := writeConfig(t)
+	col := startCmd(t, collectorReady, "collector", "--config", cfg, "--rdma", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	tr := startCmd(t, translatorReady, "translator", "--config", cfg, "--collector", col[1],
+		"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	rep := newReporter(t, tr[1])
+	ctx := b.ctx
+	run(t, ctx, "open the collector's dashboard", chromedp.Navigate(col[2]+"/"))
+	waitText(t, ctx, "#qp-count", "the translator's queue pair", func(s string) bool { return s == "1 queue pair connected" })
+	if note := text(t, ctx, "#ingest-note"); !strings.Contains(note, "No translator runs in this process") {
+		t.Errorf("ingest note %q", note)
+	}
+	if got := text(t, ctx, "#roce-requester"); got != "" {
+		t.Errorf("a requester section without a requester: %q", got)
+	}
+	for i := range uint32(50) {
+		rep.keyWrite(i, i)
+	}
+	waitText(t, ctx, "#total-writes", "the responder's RDMA WRITEs", func(s string) bool {
+		n, ok := number(s)
+		return ok && n >= 100 // 50 reports, 2 copies each
+	})
+	checkNoProblems(t, b)
+}

@@ -33,18 +33,36 @@ stores:
   - {name: append, id: 4, primitive: append, default: true, lists: 8, capacity: 256, entry_size: 4, batch: 4}
 `
 
-var upReady = regexp.MustCompile(`reports on udp (\S+), queries on (http://\S+) `)
+var (
+	upReady         = regexp.MustCompile(`reports on udp (\S+), queries on (http://\S+) `)
+	collectorReady  = regexp.MustCompile(`RoCEv2 on udp (\S+), queries on (http://\S+),`)
+	translatorReady = regexp.MustCompile(`reports on udp (\S+), RoCEv2 to`)
+)
+
+// writeConfig writes testConfig to a file for the test.
+func writeConfig(t *testing.T) string {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "dta.yaml")
+	if err := os.WriteFile(cfg, []byte(testConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
 
 // startUp runs `dta up` in this process, as the binary would (cli.Run), on
 // loopback ports the kernel picks, until the test ends. It returns the UDP
 // address reports go to and the collector's HTTP base URL.
 func startUp(t *testing.T, extra ...string) (udpAddr, base string) {
 	t.Helper()
-	cfg := filepath.Join(t.TempDir(), "dta.yaml")
-	if err := os.WriteFile(cfg, []byte(testConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{"up", "--config", cfg, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"}, extra...)
+	args := append([]string{"up", "--config", writeConfig(t), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"}, extra...)
+	m := startCmd(t, upReady, args...)
+	return m[1], m[2]
+}
+
+// startCmd runs a dta command in this process until the test ends and
+// returns the submatches of the first line of its output that re matches.
+func startCmd(t *testing.T, re *regexp.Regexp, args ...string) []string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
@@ -53,7 +71,7 @@ func startUp(t *testing.T, extra ...string) (udpAddr, base string) {
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
-			if m := upReady.FindStringSubmatch(sc.Text()); m != nil {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				found <- m
 				break
 			}
@@ -65,21 +83,21 @@ func startUp(t *testing.T, extra ...string) (udpAddr, base string) {
 		select {
 		case code := <-done:
 			if code != 0 {
-				t.Errorf("dta up exited with %d", code)
+				t.Errorf("dta %s exited with %d", args[0], code)
 			}
 		case <-time.After(15 * time.Second):
-			t.Error("dta up did not stop within 15s")
+			t.Errorf("dta %s did not stop within 15s", args[0])
 		}
 	})
 	select {
 	case m := <-found:
-		return m[1], m[2]
+		return m
 	case code := <-done:
 		t.Fatalf("dta %v exited with %d before it was ready", args, code)
 	case <-time.After(20 * time.Second):
 		t.Fatalf("dta %v printed no ready line", args)
 	}
-	return "", ""
+	return nil
 }
 
 // reporter sends DTA reports in the prototype's formats to a translator.
