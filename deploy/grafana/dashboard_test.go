@@ -4,14 +4,11 @@
 package grafana_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,7 +18,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/dta-go/dta/internal/cli"
+	"github.com/dta-go/dta/internal/cli/clitest"
 )
 
 // dashboard is the part of a Grafana dashboard model the test reads.
@@ -287,66 +284,13 @@ func TestDashboardIsAWellFormedGrafanaDashboard(t *testing.T) {
 	}
 }
 
-// upConfig is `dta up` with unit-test sized stores.
-const upConfig = `
-collector:
-  prefault: false
-translator:
-  readers: 1
-  recv_buffer: 4MiB
-stores:
-  - {name: keywrite, id: 1, primitive: keywrite, default: true, slots: 4096, value_size: 4, redundancy: 4}
-  - {name: keyincrement, id: 2, primitive: keyincrement, default: true, slots: 4096, redundancy: 4}
-  - {name: postcard, id: 3, primitive: postcard, default: true, chunks: 1024, hops: 5, redundancy: 2}
-  - {name: append, id: 4, primitive: append, default: true, lists: 4, capacity: 64, entry_size: 4, batch: 4}
-`
-
 // scrapeUp runs `dta up --sink roce --demo` in this process (every
 // component that exports metrics: translator, report sockets, RoCEv2
 // requester and responder, stores, query API), makes a failing query so that
 // the error counters exist, and returns what /metrics declares.
 func scrapeUp(t *testing.T) exported {
 	t.Helper()
-	cfg := filepath.Join(t.TempDir(), "dta.yaml")
-	if err := os.WriteFile(cfg, []byte(upConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Run(ctx, []string{"up", "--config", cfg, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
-			"--sink", "roce", "--demo"}, nil, pw, io.Discard)
-		pw.Close()
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Error("dta up did not stop within 15s")
-		}
-	})
-	ready := regexp.MustCompile(`queries on (http://\S+) `)
-	base := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := ready.FindStringSubmatch(sc.Text()); m != nil {
-				base <- m[1]
-				break
-			}
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	var url string
-	select {
-	case url = <-base:
-	case <-done:
-		t.Fatal("dta up exited before it was ready")
-	case <-time.After(20 * time.Second):
-		t.Fatal("dta up printed no ready line")
-	}
+	_, url := clitest.Up(t, 4, "--sink", "roce", "--demo")
 	get := func(path string) string {
 		resp, err := http.Get(url + path)
 		if err != nil {

@@ -18,6 +18,8 @@ import (
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/dta-go/dta/internal/cli/clitest"
 )
 
 // chromium returns the browser to drive: $DTA_CHROMIUM, or chromium on
@@ -340,9 +342,9 @@ func TestDashboardSendsTheAPIToken(t *testing.T) {
 // says where the translator's own numbers are.
 func TestDashboardOfACollectorWithoutTranslator(t *testing.T) {
 	b := newBrowser(t)
-	cfg := writeConfig(t)
-	col := startCmd(t, collectorReady, "collector", "--config", cfg, "--rdma", "127.0.0.1:0", "--http", "127.0.0.1:0")
-	tr := startCmd(t, translatorReady, "translator", "--config", cfg, "--collector", col[1],
+	cfg := clitest.Config(t, 8)
+	col := clitest.Start(t, clitest.CollectorReady, "collector", "--config", cfg, "--rdma", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	tr := clitest.Start(t, clitest.TranslatorReady, "translator", "--config", cfg, "--collector", col[1],
 		"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0")
 	rep := newReporter(t, tr[1])
 	ctx := b.ctx
