@@ -55,7 +55,9 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "%d\n", b.value.Load())
 }
 
-func isAdmin(r *http.Request) bool  { return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":reset") }
+func isAdmin(r *http.Request) bool {
+	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":reset")
+}
 func isStream(r *http.Request) bool { return r.URL.Path == "/v1/stream" }
 
 func testGuard(t *testing.T, a Access, l Limits) (*Guard, *backend, *httptest.Server) {
