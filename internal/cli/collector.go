@@ -24,7 +24,13 @@ region of a software RoCEv2 responder (UDP :4791), and serves queries,
 /metrics and /healthz on HTTP :8040. Translators (dta translator) connect to
 the responder and learn every store's address and key from the advertisement
 the collector posts on each connection; several translators may write into one
-collector. The collector's CPU never handles a report.`,
+collector. The collector's CPU never handles a report.
+
+--auth-token-file requires bearer tokens on the HTTP API (read tokens query,
+admin tokens may also reset stores), --tls-cert/--tls-key serve it over
+HTTPS; collector.allow_translators lists who may connect over RoCEv2. SIGHUP
+reloads tokens, TLS files and allow_translators (closing connections it no
+longer allows) without a restart (docs/OPERATIONS.md, "Security").`,
 		Example: `  dta collector
   dta collector --config dta.yaml
   dta collector --rdma 192.0.2.10:4791 --http :8040

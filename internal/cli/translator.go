@@ -34,7 +34,12 @@ WRITE, WRITE with immediate and FETCH_ADD operations (RoCEv2) into a remote
 collector's memory. It connects to the collector's responder, learns the
 stores (names, geometry, addresses, keys) from the collector's advertisement,
 and reconnects when the collector restarts. /metrics and /healthz are served
-on HTTP :8041.`,
+on HTTP :8041.
+
+translator.allow_sources, source_rate and source_burst restrict who may send
+reports and how fast; --auth-token-file and --tls-cert/--tls-key guard the
+metrics server. SIGHUP reloads them without a restart (docs/OPERATIONS.md,
+"Security").`,
 		Example: `  dta translator --collector 192.0.2.10:4791
   dta translator --collector 127.0.0.1:4791 --listen :40040 --http :8041
   dta translator --config dta.yaml        # translator.collector set in the file`,

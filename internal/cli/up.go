@@ -46,13 +46,22 @@ primitive, named after it (keywrite, keyincrement, postcard, append).
 
 --demo also runs a built-in reporter, so data flows at once. --sink roce puts
 real RoCEv2 between the two halves (a software RDMA responder on loopback),
-exactly as dta collector and dta translator do across machines.`,
+exactly as dta collector and dta translator do across machines.
+
+Everything is open by default. --auth-token-file requires bearer tokens on
+the HTTP API, --tls-cert/--tls-key serve it over HTTPS, translator.allow_sources
+and source_rate restrict who sends reports (docs/OPERATIONS.md, "Security").
+SIGHUP re-reads the configuration, token file and certificate and applies
+tokens, TLS files, allowlists and rate limits without a restart; a bad file is
+refused with an error and the old settings stay.`,
 		Example: `  dta up
   dta up --demo
   dta up --sink roce --demo            # translator → RoCEv2 → collector, one process
   dta up --config dta.yaml
   dta up --print-config > dta.yaml     # start a config from the defaults
-  dta up --listen 127.0.0.1:41000 --http 127.0.0.1:8041`,
+  dta up --listen 127.0.0.1:41000 --http 127.0.0.1:8041
+  dta up --auth-token-file /etc/dta/tokens --tls-cert cert.pem --tls-key key.pem
+  kill -HUP $(pidof dta)               # reload tokens, TLS files, allowlists, rate limits`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			hup, stopHUP := notifyHUP()

@@ -1,6 +1,7 @@
 package httpguard
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,4 +143,23 @@ func FuzzParseTokens(f *testing.F) {
 			t.Fatalf("%d token lines, %d tokens", n, tk.Len())
 		}
 	})
+}
+
+func BenchmarkLookup(b *testing.B) {
+	for _, n := range []int{1, 10, 100} {
+		var lines []string
+		for i := range n {
+			lines = append(lines, fmt.Sprintf("token-%04d-0123456789abcdef", i))
+		}
+		tk, err := ParseTokens([]byte(strings.Join(lines, "\n")))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("tokens=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				tk.Lookup("token-0000-0123456789abcdef")
+			}
+		})
+	}
 }
