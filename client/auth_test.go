@@ -25,6 +25,10 @@ const (
 // guardedServer is a query server behind a guard with two tokens, over TLS
 // signed by ca.
 func guardedServer(t *testing.T, ca *guardtest.CA) string {
+	return guardedServerWith(t, ca, httpguard.DefaultLimits())
+}
+
+func guardedServerWith(t *testing.T, ca *guardtest.CA, limits httpguard.Limits) string {
 	t.Helper()
 	c := storetest.Open(t)
 	tokens, err := httpguard.LoadTokens(guardtest.TokenFile(t, readToken, adminToken+" admin"))
@@ -36,7 +40,7 @@ func guardedServer(t *testing.T, ca *guardtest.CA) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := httpguard.New(httpguard.Config{Access: httpguard.Access{Tokens: tokens}, Limits: httpguard.DefaultLimits(),
+	g, err := httpguard.New(httpguard.Config{Access: httpguard.Access{Tokens: tokens}, Limits: limits,
 		Admin: query.ChangesState, Stream: query.IsStream, TLS: cert}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -132,5 +136,35 @@ func TestBadClientOptionsAreRefused(t *testing.T) {
 	}
 	if hc.Transport != tr || tr.TLSClientConfig != nil && tr.TLSClientConfig.ServerName == "x" {
 		t.Error("WithTLS changed the caller's http.Client")
+	}
+}
+
+func TestStreamsOverHTTPSOutliveTheWriteTimeout(t *testing.T) {
+	ca := guardtest.NewCA(t)
+	l := httpguard.DefaultLimits()
+	l.ReadHeaderTimeout, l.ReadTimeout, l.WriteTimeout = 100*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
+	url := guardedServerWith(t, ca, l)
+	tlsCfg, err := client.CAFile(ca.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(url, nil, client.WithTLS(tlsCfg), client.WithToken(readToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A long poll longer than the write timeout answers (empty) at its end.
+	start := time.Now()
+	res, err := c.Append(context.Background(), "append", 0, client.FromHead, client.AppendOptions{Wait: 600 * time.Millisecond})
+	if err != nil || len(res.Entries) != 0 {
+		t.Fatalf("a 600 ms long poll past a 200 ms write timeout: %v %+v", err, res)
+	}
+	if d := time.Since(start); d < 600*time.Millisecond {
+		t.Fatalf("the long poll returned after %v", d)
+	}
+	// The notification stream stays open until the client ends it.
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	if err := c.Notifications(ctx, func(client.Notification) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the notification stream ended with %v, want the client's deadline", err)
 	}
 }

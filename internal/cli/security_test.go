@@ -215,6 +215,8 @@ func TestUpRequiresATokenAndARequestWithoutOneChangesNothing(t *testing.T) {
 	}
 }
 
+var translatorMetricsReady = regexp.MustCompile(`reports on udp (\S+), RoCEv2 to .* metrics on (http://\S+)$`)
+
 var upReadyTLS = regexp.MustCompile(`reports on udp (\S+), queries on (https://\S+) `)
 
 func TestUpServesHTTPSWithTheGivenCertificate(t *testing.T) {
@@ -480,7 +482,19 @@ func TestCollectorAllowTranslatorsRefusesAndRevokesOnSIGHUP(t *testing.T) {
 		}
 		return nil
 	})
-	tr, _ := startCmd(t, translatorReady, "translator", "--config", trCfg, "--collector", rdmaAddr, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	// Its metrics server wants a token too.
+	tokens := guardtest.TokenFile(t, readToken)
+	tr, _ := startCmd(t, translatorMetricsReady, "translator", "--config", trCfg, "--collector", rdmaAddr, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
+		"--auth-token-file", tokens)
+	if s, _ := call(t, nil, "GET", tr[2]+"/metrics", ""); s != 401 {
+		t.Errorf("the translator's /metrics without a token: %d", s)
+	}
+	if v := metric(t, tr[2], readToken, `dta_http_refused_total{reason="missing_token"}`); v != 1 {
+		t.Errorf("the translator counted %v refusals", v)
+	}
+	if s, body := call(t, nil, "GET", tr[2]+"/healthz", ""); s != 200 {
+		t.Errorf("the translator's /healthz: %d %s", s, body)
+	}
 	sendIncrements(t, tr[1], 5)
 	eventually(t, "the allowed translator's reports land", func() error {
 		if c := count(t, base, ""); c != 5 {
@@ -505,5 +519,60 @@ func TestCollectorAllowTranslatorsRefusesAndRevokesOnSIGHUP(t *testing.T) {
 	}
 	if v := metric(t, base, "", "dta_rdma_responder_not_allowed_total"); v < 1 {
 		t.Fatalf("packets of the revoked translator counted %v", v)
+	}
+}
+
+func TestSIGHUPServesARenewedCertificate(t *testing.T) {
+	bin := buildDTA(t)
+	ca := guardtest.NewCA(t)
+	certFile, keyFile, serial1 := ca.Issue(time.Time{})
+	cfg := securedConfig(t, "", "", "", "tls_cert: "+certFile+"\ntls_key: "+keyFile)
+	m, p := startProcess(t, bin, regexp.MustCompile(`RoCEv2 on udp (\S+), queries on (https://\S+),`),
+		"collector", "--config", cfg, "--rdma", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	base := m[2]
+	serial := func() int64 {
+		t.Helper()
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: ca.ClientConfig(), DisableKeepAlives: true}}
+		resp, err := hc.Get(base + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.TLS.PeerCertificates[0].SerialNumber.Int64()
+	}
+	if s := serial(); s != serial1 {
+		t.Fatalf("serial %d, want %d", s, serial1)
+	}
+	// The renewed pair is written over the same paths, as certbot or
+	// cert-manager do, and the process is told.
+	c2, k2, serial2 := ca.Issue(time.Time{})
+	for _, mv := range [][2]string{{c2, certFile}, {k2, keyFile}} {
+		if err := os.Rename(mv[0], mv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.hup(t)
+	eventually(t, "new handshakes get the renewed certificate", func() error {
+		if s := serial(); s != serial2 {
+			return fmt.Errorf("serial %d, want %d", s, serial2)
+		}
+		return nil
+	})
+	// An expired renewal is refused and the good certificate stays.
+	c3, k3, _ := ca.Issue(time.Now().Add(-time.Minute))
+	for _, mv := range [][2]string{{c3, certFile}, {k3, keyFile}} {
+		if err := os.Rename(mv[0], mv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.hup(t)
+	eventually(t, "the expired certificate is refused", func() error {
+		if !strings.Contains(p.stderr.String(), "expired at") {
+			return fmt.Errorf("no refusal logged yet")
+		}
+		return nil
+	})
+	if s := serial(); s != serial2 {
+		t.Fatalf("after a refused renewal the serial is %d, want %d", s, serial2)
 	}
 }
