@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"strings"
@@ -45,7 +47,8 @@ func guardedServerWith(t *testing.T, ca *guardtest.CA, limits httpguard.Limits) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := g.NewServer(query.New(c, query.Config{}, nil).Handler(), nil)
+	srv := g.NewServer(query.New(c, query.Config{}, nil).Handler(), log.New(io.Discard, "", 0)) // handshake failures are the point
+
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

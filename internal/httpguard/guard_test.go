@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -304,7 +305,7 @@ func serve(t *testing.T, g *Guard, h http.Handler) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := g.NewServer(h, nil)
+	srv := g.NewServer(h, log.New(io.Discard, "", 0)) // handshake failures are the point of some tests
 	go g.Serve(srv, ln)
 	t.Cleanup(func() { srv.Close() })
 	return ln.Addr().String()

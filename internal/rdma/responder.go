@@ -89,6 +89,7 @@ const (
 	logAccess = iota
 	logCM
 	logRead
+	logNotAllowed
 	logKeys
 )
 
@@ -368,6 +369,9 @@ func (r *Responder) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 		allowed = false
 		if binary.BigEndian.Uint32(b[4:])&roce.PSNMask != roce.GSIQP {
 			st.NotAllowed.Add(1)
+			if ok, sup := r.limiter.Allow(logNotAllowed, r.now); ok {
+				r.logger.Warn("rdma responder: packet from a source outside allow_translators dropped", "peer", from.String(), "suppressed", sup)
+			}
 			return
 		}
 	}
