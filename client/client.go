@@ -25,15 +25,18 @@ const FollowWait = 25 * time.Second
 
 // Client calls one collector's query API. It is safe for concurrent use.
 type Client struct {
-	base string // scheme://host[:port][/prefix], no trailing slash
-	hc   *http.Client
+	base  string // scheme://host[:port][/prefix], no trailing slash
+	hc    *http.Client
+	token string // bearer token; "" sends none
 }
 
 // New returns a client of the API at baseURL (for example
-// "http://127.0.0.1:8040"). hc may be nil for a client without a timeout:
+// "http://127.0.0.1:8040", or "https://collector.example:8040" for a
+// collector serving TLS). hc may be nil for a client without a timeout:
 // long polls and the notification stream last long, so bound calls with
-// their context rather than http.Client.Timeout.
-func New(baseURL string, hc *http.Client) (*Client, error) {
+// their context rather than http.Client.Timeout. Options add a bearer token
+// (WithToken) and TLS settings (WithTLS).
+func New(baseURL string, hc *http.Client, opts ...Option) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
 		return nil, fmt.Errorf("server URL %q: %w", baseURL, err)
@@ -44,7 +47,13 @@ func New(baseURL string, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &Client{base: strings.TrimRight(u.String(), "/"), hc: hc}, nil
+	c := &Client{base: strings.TrimRight(u.String(), "/"), hc: hc}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // storePath returns the URL of a store's resource.
@@ -84,6 +93,9 @@ func (c *Client) send(ctx context.Context, method, u string, body any) (*http.Re
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

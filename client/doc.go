@@ -8,6 +8,10 @@
 // 5-tuple PROTO,SRC:PORT,DST:PORT. The collector hashes each form the way the
 // translator does; the client never interprets them.
 //
+// A collector with authentication on needs a bearer token ([WithToken]); one
+// serving HTTPS may need its CA ([WithTLS], [CAFile]). A request without a
+// valid token is answered 401, a reset with a read-only token 403.
+//
 // Every error the server answers with is an [*Error] carrying the HTTP status
 // and the server's text. The package uses only the standard library; it must
 // not depend on the collector's internal packages, keep state between calls

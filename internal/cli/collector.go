@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +15,7 @@ import (
 
 func newCollectorCmd() *cobra.Command {
 	var configPath, httpAddr, rdmaAddr string
+	var sec securityFlags
 	cmd := &cobra.Command{
 		Use:   "collector",
 		Short: "Run the collector: stores, software RDMA responder, query API",
@@ -22,7 +24,13 @@ region of a software RoCEv2 responder (UDP :4791), and serves queries,
 /metrics and /healthz on HTTP :8040. Translators (dta translator) connect to
 the responder and learn every store's address and key from the advertisement
 the collector posts on each connection; several translators may write into one
-collector. The collector's CPU never handles a report.`,
+collector. The collector's CPU never handles a report.
+
+--auth-token-file requires bearer tokens on the HTTP API (read tokens query,
+admin tokens may also reset stores), --tls-cert/--tls-key serve it over
+HTTPS; collector.allow_translators lists who may connect over RoCEv2. SIGHUP
+reloads tokens, TLS files and allow_translators (closing connections it no
+longer allows) without a restart (docs/OPERATIONS.md, "Security").`,
 		Example: `  dta collector
   dta collector --config dta.yaml
   dta collector --rdma 192.0.2.10:4791 --http :8040
@@ -30,40 +38,56 @@ collector. The collector's CPU never handles a report.`,
   dta translator --collector 192.0.2.10:4791`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := loadConfig(configPath)
+			hup, stopHUP := notifyHUP()
+			defer stopHUP()
+			load := loader(configPath, func(f *config.File) {
+				if cmd.Flags().Changed("http") {
+					f.Collector.HTTP = httpAddr
+				}
+				if cmd.Flags().Changed("rdma") {
+					f.Collector.RDMA = rdmaAddr
+				}
+				sec.apply(cmd.Flags(), f)
+			})
+			f, err := load()
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("http") {
-				f.Collector.HTTP = httpAddr
-			}
-			if cmd.Flags().Changed("rdma") {
-				f.Collector.RDMA = rdmaAddr
-			}
-			if err := f.Validate(); err != nil {
-				return usageError("%v", err)
-			}
-			return runCollector(cmd.Context(), f, newLogger(f, cmd.ErrOrStderr()), cmd.OutOrStdout())
+			return runCollector(cmd.Context(), f, load, hup, newLogger(f, cmd.ErrOrStderr()), cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&configPath, "config", "c", "", "YAML configuration file (default: the embedded defaults)")
 	fl.StringVar(&httpAddr, "http", ":8040", "HTTP address for queries, /metrics, /healthz (overrides collector.http)")
 	fl.StringVar(&rdmaAddr, "rdma", ":4791", "UDP address of the RoCEv2 responder (overrides collector.rdma)")
+	sec.add(fl)
 	return cmd
 }
 
-func runCollector(ctx context.Context, f *config.File, logger *slog.Logger, out io.Writer) error {
+func runCollector(ctx context.Context, f *config.File, load func() (*config.File, error), hup <-chan os.Signal, logger *slog.Logger, out io.Writer) error {
 	descs, err := f.Descriptors()
 	if err != nil {
 		return usageError("%v", err)
 	}
+	sec, err := readSecurity(f)
+	if err != nil {
+		return usageError("%v", err)
+	}
 	rc := f.ResponderConfig()
-	col, err := collector.New(collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs, RDMA: &rc}, logger)
+	col, err := collector.New(collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs, RDMA: &rc,
+		Guard: sec.guardConfig(f)}, logger)
 	if err != nil {
 		return err
 	}
 	defer col.Close()
-	fmt.Fprintf(out, "dta collector: RoCEv2 on udp %s, queries on http://%s, %d stores\n", col.RDMAAddr(), col.HTTPAddr(), len(descs))
+	rl := newReloader(load, f, &live{guard: col.Guard(), allowTr: col.SetAllowTranslators}, logger)
+	if err := registerSecurityMetrics(col.Metrics(), rl, nil); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	reloads := make(chan error, 1)
+	go func() { reloads <- rl.run(ctx, hup) }()
+	defer func() { cancel(); <-reloads }()
+	fmt.Fprintf(out, "dta collector: RoCEv2 on udp %s, queries on %s://%s, %d stores\n", col.RDMAAddr(), scheme(col.Guard()), col.HTTPAddr(), len(descs))
 	return col.Run(ctx)
 }

@@ -23,6 +23,7 @@ import (
 type queryOptions struct {
 	server string
 	output string
+	queryAuth
 }
 
 // client checks the shared flags and returns a client of the server.
@@ -30,7 +31,11 @@ func (o *queryOptions) client() (*client.Client, error) {
 	if o.output != "table" && o.output != "json" {
 		return nil, usageError("-o: %q is not table or json", o.output)
 	}
-	c, err := client.New(o.server, nil)
+	opts, err := o.options()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(o.server, nil, opts...)
 	if err != nil {
 		return nil, usageError("--server: %v", err)
 	}
@@ -44,6 +49,8 @@ func (o *queryOptions) fail(err error) error {
 	var ne net.Error
 	var oe *net.OpError
 	switch {
+	case errors.As(err, &ae) && (ae.StatusCode == http.StatusUnauthorized || ae.StatusCode == http.StatusForbidden):
+		return fmt.Errorf("%w (%s)", err, o.authHint(ae.StatusCode))
 	case errors.As(err, &ae):
 		return err
 	case errors.Is(err, context.Canceled):
@@ -66,6 +73,11 @@ Keys are given as on every dta command line:
   0x0a0b0c                         hex bytes
   tcp,10.0.0.1:5000,10.0.0.2:80    a 5-tuple (IPv6 in brackets: udp,[2001:db8::1]:53,[2001:db8::2]:53)
 
+A collector with authentication on needs a token: --token-file FILE (the
+file holds the token; chmod 600) or the environment variable DTA_TOKEN. For a
+collector serving HTTPS give --server https://HOST:PORT and, unless its
+certificate is signed by a CA the system trusts, --ca-file CA.pem.
+
 --store defaults to the subcommand's primitive name, which is the name of
 that primitive's default store in ` + "`dta up`" + `. -o json prints JSON for scripts
 (one object per line for several keys and for --follow).`,
@@ -75,12 +87,15 @@ that primitive's default store in ` + "`dta up`" + `. -o json prints JSON for sc
   dta query keyincrement --key tcp,10.0.0.1:5000,10.0.0.2:80
   dta query postcard --key 42 -o json
   dta query append --list 3
-  dta query append --list 3 --follow`,
+  dta query append --list 3 --follow
+  DTA_TOKEN=$(cat ~/.dta-token) dta query stores
+  dta query stores --server https://collector:8040 --ca-file ca.pem --token-file ~/.dta-token`,
 		Args: cobra.NoArgs,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.server, "server", "http://127.0.0.1:8040", "query API base `URL` of the collector")
 	pf.StringVarP(&o.output, "output", "o", "table", "output `format`: table or json")
+	o.queryAuth.add(pf)
 	cmd.AddCommand(
 		newQueryStoresCmd(o),
 		newQueryKeyWriteCmd(o),

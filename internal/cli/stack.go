@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/dta-go/dta/internal/admit"
 	"github.com/dta-go/dta/internal/config"
 	"github.com/dta-go/dta/internal/ingest"
 	"github.com/dta-go/dta/internal/memop"
@@ -19,8 +20,9 @@ import (
 
 // translatorStack is a translator behind its UDP ingest.
 type translatorStack struct {
-	tr *translator.Translator
-	in *ingest.Ingest
+	tr   *translator.Translator
+	in   *ingest.Ingest
+	gate *admit.Gate // allow_sources and the per-source rate limits
 }
 
 // newTranslatorStack builds the translator over descs writing to sink and
@@ -30,11 +32,21 @@ func newTranslatorStack(f *config.File, descs []store.Descriptor, sink memop.Sin
 	if err != nil {
 		return nil, err
 	}
-	in, err := ingest.New(f.IngestConfig(), tr, logger)
+	pol, err := f.SourcePolicy()
 	if err != nil {
 		return nil, err
 	}
-	return &translatorStack{tr: tr, in: in}, nil
+	gate, err := admit.NewGate(pol, f.Translator.SourceTable)
+	if err != nil {
+		return nil, fmt.Errorf("translator.source_table: %w", err)
+	}
+	ic := f.IngestConfig()
+	ic.Gate = gate
+	in, err := ingest.New(ic, tr, logger)
+	if err != nil {
+		return nil, err
+	}
+	return &translatorStack{tr: tr, in: in, gate: gate}, nil
 }
 
 // metrics returns the translator's Prometheus collector.

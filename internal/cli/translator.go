@@ -3,23 +3,29 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dta-go/dta/internal/config"
+	"github.com/dta-go/dta/internal/httpguard"
 	"github.com/dta-go/dta/internal/metrics"
+	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/uplink"
+	"github.com/dta-go/dta/internal/wire/roce"
 )
 
 func newTranslatorCmd() *cobra.Command {
 	var configPath, collectorAddr, listen, httpAddr, rdmaLocal string
+	var sec securityFlags
 	cmd := &cobra.Command{
 		Use:   "translator",
 		Short: "Run the translator: DTA reports in, RoCEv2 writes to a collector out",
@@ -28,35 +34,42 @@ WRITE, WRITE with immediate and FETCH_ADD operations (RoCEv2) into a remote
 collector's memory. It connects to the collector's responder, learns the
 stores (names, geometry, addresses, keys) from the collector's advertisement,
 and reconnects when the collector restarts. /metrics and /healthz are served
-on HTTP :8041.`,
+on HTTP :8041.
+
+translator.allow_sources, source_rate and source_burst restrict who may send
+reports and how fast; --auth-token-file and --tls-cert/--tls-key guard the
+metrics server. SIGHUP reloads them without a restart (docs/OPERATIONS.md,
+"Security").`,
 		Example: `  dta translator --collector 192.0.2.10:4791
   dta translator --collector 127.0.0.1:4791 --listen :40040 --http :8041
   dta translator --config dta.yaml        # translator.collector set in the file`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := loadConfig(configPath)
+			hup, stopHUP := notifyHUP()
+			defer stopHUP()
+			load := loader(configPath, func(f *config.File) {
+				if cmd.Flags().Changed("collector") {
+					f.Translator.Collector = collectorAddr
+				}
+				if cmd.Flags().Changed("listen") {
+					f.Translator.Listen = listen
+				}
+				if cmd.Flags().Changed("http") {
+					f.Translator.HTTP = httpAddr
+				}
+				if cmd.Flags().Changed("rdma-local") {
+					f.Translator.RDMALocal = rdmaLocal
+				}
+				sec.apply(cmd.Flags(), f)
+			})
+			f, err := load()
 			if err != nil {
 				return err
-			}
-			if cmd.Flags().Changed("collector") {
-				f.Translator.Collector = collectorAddr
-			}
-			if cmd.Flags().Changed("listen") {
-				f.Translator.Listen = listen
-			}
-			if cmd.Flags().Changed("http") {
-				f.Translator.HTTP = httpAddr
-			}
-			if cmd.Flags().Changed("rdma-local") {
-				f.Translator.RDMALocal = rdmaLocal
-			}
-			if err := f.Validate(); err != nil {
-				return usageError("%v", err)
 			}
 			if f.Translator.Collector == "" {
 				return usageError("translator: give the collector's RoCEv2 address with --collector IP:4791")
 			}
-			return runTranslator(cmd.Context(), f, newLogger(f, cmd.ErrOrStderr()), cmd.OutOrStdout())
+			return runTranslator(cmd.Context(), f, load, hup, newLogger(f, cmd.ErrOrStderr()), cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -65,16 +78,29 @@ on HTTP :8041.`,
 	fl.StringVar(&listen, "listen", ":40040", "UDP address for DTA reports (overrides translator.listen)")
 	fl.StringVar(&httpAddr, "http", ":8041", "HTTP address for /metrics and /healthz (overrides translator.http)")
 	fl.StringVar(&rdmaLocal, "rdma-local", "", "UDP address the RoCEv2 requester sends from, e.g. IP:4791 as RDMA NICs do (overrides translator.rdma_local; default: any port)")
+	sec.add(fl)
 	return cmd
 }
 
-func runTranslator(ctx context.Context, f *config.File, logger *slog.Logger, out io.Writer) error {
+func runTranslator(ctx context.Context, f *config.File, load func() (*config.File, error), hup <-chan os.Signal, logger *slog.Logger, out io.Writer) error {
 	rq, err := f.RequesterConfig(netip.AddrPort{})
+	if err != nil {
+		return usageError("%v", err)
+	}
+	sec, err := readSecurity(f)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	guard, err := httpguard.New(sec.guardConfig(f), logger)
 	if err != nil {
 		return usageError("%v", err)
 	}
 	up, err := uplink.Dial(ctx, rq, logger)
 	if err != nil {
+		var rej *rdma.RejectError
+		if errors.As(err, &rej) && rej.Reason == roce.RejectConsumerDefined {
+			return fmt.Errorf("%w (the collector refuses this translator: is its address in the collector's collector.allow_translators?)", err)
+		}
 		return err
 	}
 	defer up.Close()
@@ -89,6 +115,13 @@ func runTranslator(ctx context.Context, f *config.File, logger *slog.Logger, out
 		return err
 	}
 	if err := reg.Register(metrics.Requester{R: up.Requester()}); err != nil {
+		return err
+	}
+	if err := reg.Register(metrics.HTTPGuard{G: guard}); err != nil {
+		return err
+	}
+	rl := newReloader(load, f, &live{guard: guard, gate: st.gate}, logger)
+	if err := registerSecurityMetrics(reg, rl, st.gate); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", f.Translator.HTTP)
@@ -106,19 +139,20 @@ func runTranslator(ctx context.Context, f *config.File, logger *slog.Logger, out
 		w.WriteHeader(code)
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "collector": f.Translator.Collector, "stores": len(up.Descriptors())})
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := guard.NewServer(mux, slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
 
 	g := newGroup(ctx)
 	watchUplink(g, up, &late)
 	g.run("metrics", func(ctx context.Context) error {
 		go func() { <-ctx.Done(); srv.Close() }()
-		if err := srv.Serve(ln); err != http.ErrServerClosed {
+		if err := guard.Serve(srv, ln); err != http.ErrServerClosed {
 			return err
 		}
 		return nil
 	})
-	fmt.Fprintf(out, "dta translator: reports on udp %s, RoCEv2 to %s (%d stores), metrics on http://%s\n",
-		st.in.LocalAddr(), f.Translator.Collector, len(up.Descriptors()), ln.Addr())
+	g.run("reload", func(ctx context.Context) error { return rl.run(ctx, hup) })
+	fmt.Fprintf(out, "dta translator: reports on udp %s, RoCEv2 to %s (%d stores), metrics on %s://%s\n",
+		st.in.LocalAddr(), f.Translator.Collector, len(up.Descriptors()), scheme(guard), ln.Addr())
 	g.run("translator", st.in.Run)
 	<-g.ctx.Done()
 	st.in.Close()

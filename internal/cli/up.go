@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,9 @@ import (
 )
 
 type upOptions struct {
+	sec         securityFlags
+	load        func() (*config.File, error)
+	hup         <-chan os.Signal
 	configPath  string
 	listen      string
 	http        string
@@ -42,33 +46,45 @@ primitive, named after it (keywrite, keyincrement, postcard, append).
 
 --demo also runs a built-in reporter, so data flows at once. --sink roce puts
 real RoCEv2 between the two halves (a software RDMA responder on loopback),
-exactly as dta collector and dta translator do across machines.`,
+exactly as dta collector and dta translator do across machines.
+
+Everything is open by default. --auth-token-file requires bearer tokens on
+the HTTP API, --tls-cert/--tls-key serve it over HTTPS, translator.allow_sources
+and source_rate restrict who sends reports (docs/OPERATIONS.md, "Security").
+SIGHUP re-reads the configuration, token file and certificate and applies
+tokens, TLS files, allowlists and rate limits without a restart; a bad file is
+refused with an error and the old settings stay.`,
 		Example: `  dta up
   dta up --demo
   dta up --sink roce --demo            # translator → RoCEv2 → collector, one process
   dta up --config dta.yaml
   dta up --print-config > dta.yaml     # start a config from the defaults
-  dta up --listen 127.0.0.1:41000 --http 127.0.0.1:8041`,
+  dta up --listen 127.0.0.1:41000 --http 127.0.0.1:8041
+  dta up --auth-token-file /etc/dta/tokens --tls-cert cert.pem --tls-key key.pem
+  kill -HUP $(pidof dta)               # reload tokens, TLS files, allowlists, rate limits`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := loadConfig(o.configPath)
+			hup, stopHUP := notifyHUP()
+			defer stopHUP()
+			o.hup = hup
+			o.load = loader(o.configPath, func(f *config.File) {
+				if cmd.Flags().Changed("listen") {
+					f.Translator.Listen = o.listen
+				}
+				if cmd.Flags().Changed("http") {
+					f.Collector.HTTP = o.http
+				}
+				if cmd.Flags().Changed("sink") {
+					f.Translator.Sink = o.sink
+				}
+				if o.rdmaChanged = cmd.Flags().Changed("rdma"); o.rdmaChanged {
+					f.Collector.RDMA = o.rdma
+				}
+				o.sec.apply(cmd.Flags(), f)
+			})
+			f, err := o.load()
 			if err != nil {
 				return err
-			}
-			if cmd.Flags().Changed("listen") {
-				f.Translator.Listen = o.listen
-			}
-			if cmd.Flags().Changed("http") {
-				f.Collector.HTTP = o.http
-			}
-			if cmd.Flags().Changed("sink") {
-				f.Translator.Sink = o.sink
-			}
-			if o.rdmaChanged = cmd.Flags().Changed("rdma"); o.rdmaChanged {
-				f.Collector.RDMA = o.rdma
-			}
-			if err := f.Validate(); err != nil {
-				return usageError("%v", err)
 			}
 			if o.printConfig {
 				b, err := f.Marshal()
@@ -93,6 +109,7 @@ exactly as dta collector and dta translator do across machines.`,
 	fl.StringVar(&o.rdma, "rdma", "127.0.0.1:0", "with --sink roce: the responder's UDP address (default: a free loopback port)")
 	fl.BoolVar(&o.demo, "demo", false, "also run a built-in reporter sending reports of every primitive")
 	fl.Float64Var(&o.demoRate, "demo-rate", 200, "reports per second of the --demo reporter")
+	o.sec.add(fl)
 	return cmd
 }
 
@@ -123,9 +140,14 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	if err != nil {
 		return usageError("%v", err)
 	}
+	sec, err := readSecurity(f)
+	if err != nil {
+		return usageError("%v", err)
+	}
 	roce := f.Translator.Sink == "roce"
 	var late lateTranslator
-	ccfg := collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs, AfterReset: late.afterReset}
+	ccfg := collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs, AfterReset: late.afterReset,
+		Guard: sec.guardConfig(f)}
 	if roce {
 		// Both halves in one process, over real UDP on loopback.
 		rc := f.ResponderConfig()
@@ -193,8 +215,17 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	if err := col.Metrics().Register(st.metrics()); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "dta up: reports on udp %s, queries on http://%s (metrics /metrics, health /healthz), sink %s\n",
-		st.in.LocalAddr(), col.HTTPAddr(), f.Translator.Sink)
+	lv := &live{guard: col.Guard(), gate: st.gate}
+	if roce {
+		lv.allowTr = col.SetAllowTranslators
+	}
+	rl := newReloader(o.load, f, lv, logger)
+	if err := registerSecurityMetrics(col.Metrics(), rl, st.gate); err != nil {
+		return err
+	}
+	g.run("reload", func(ctx context.Context) error { return rl.run(ctx, o.hup) })
+	fmt.Fprintf(out, "dta up: reports on udp %s, queries on %s://%s (metrics /metrics, health /healthz), sink %s\n",
+		st.in.LocalAddr(), scheme(col.Guard()), col.HTTPAddr(), f.Translator.Sink)
 	fmt.Fprintf(out, "try:    dta report keywrite --key 1 --value 42 && dta query keywrite --key 1\n")
 	g.run("translator", st.in.Run)
 	if o.demo {

@@ -17,6 +17,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/dta-go/dta/internal/admit"
+	"github.com/dta-go/dta/internal/httpguard"
 	"github.com/dta-go/dta/internal/metrics"
 	"github.com/dta-go/dta/internal/query"
 	"github.com/dta-go/dta/internal/rdma"
@@ -38,6 +40,11 @@ type Config struct {
 	// registered as a memory region and advertised to each translator that
 	// connects. Nil: the stores are reachable only in-process (local sink).
 	RDMA *rdma.ResponderConfig
+	// Guard is who may call the HTTP server, over what, and within which
+	// limits. Zero Limits take httpguard.DefaultLimits; the guard's Admin
+	// and Stream are set here (resets need an admin token; long polls and
+	// notification streams count against max_streams).
+	Guard httpguard.Config
 }
 
 // Collector is a running collector.
@@ -47,6 +54,7 @@ type Collector struct {
 	query  *query.Server
 	ln     net.Listener
 	srv    *http.Server
+	guard  *httpguard.Guard
 	resp   *rdma.Responder
 	logger *slog.Logger
 	start  time.Time
@@ -67,13 +75,27 @@ func New(cfg Config, logger *slog.Logger) (*Collector, error) {
 		return nil, fmt.Errorf("collector: listen for queries on %s: %w", cfg.HTTP, err)
 	}
 	c := &Collector{cat: cat, reg: metrics.NewRegistry(), ln: ln, logger: logger, start: time.Now()}
+	gc := cfg.Guard
+	if gc.Limits == (httpguard.Limits{}) {
+		gc.Limits = httpguard.DefaultLimits()
+	}
+	gc.Admin, gc.Stream, gc.Public = query.ChangesState, query.IsStream, web.IsPage
+	if c.guard, err = httpguard.New(gc, logger); err != nil {
+		ln.Close()
+		cat.Close()
+		return nil, fmt.Errorf("collector: http: %w", err)
+	}
 	qc := query.DefaultConfig()
 	qc.AfterReset = cfg.AfterReset
+	qc.MaxBodyBytes = gc.Limits.MaxBodyBytes
 	c.query = query.New(cat, qc, logger)
 	if err := c.reg.Register(metrics.Catalog{C: cat}); err != nil {
 		return nil, err
 	}
 	if err := c.reg.Register(metrics.Query{S: c.query.Stats()}); err != nil {
+		return nil, err
+	}
+	if err := c.reg.Register(metrics.HTTPGuard{G: c.guard}); err != nil {
 		return nil, err
 	}
 	if cfg.RDMA != nil {
@@ -94,8 +116,19 @@ func New(cfg Config, logger *slog.Logger) (*Collector, error) {
 	mux.HandleFunc("GET /healthz", c.healthz)
 	mux.Handle("GET /{$}", ui)             // the dashboard (internal/web)
 	mux.Handle("GET "+web.AssetPrefix, ui) // and its assets
-	c.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	c.srv = c.guard.NewServer(mux, slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
 	return c, nil
+}
+
+// Guard is the HTTP server's guard (for SIGHUP: its Access and certificate).
+func (c *Collector) Guard() *httpguard.Guard { return c.guard }
+
+// SetAllowTranslators replaces the responder's allowlist (no-op without a
+// responder).
+func (c *Collector) SetAllowTranslators(p *admit.Prefixes) {
+	if c.resp != nil {
+		c.resp.SetAllowTranslators(p)
+	}
 }
 
 // startResponder runs NewResponder over the collector's stores and adds the
@@ -184,14 +217,18 @@ func (c *Collector) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	httpDone := make(chan error, 1)
-	go func() { httpDone <- c.srv.Serve(c.ln) }()
+	go func() { httpDone <- c.guard.Serve(c.srv, c.ln) }()
 	var respDone chan error // nil without a responder: never ready
 	if c.resp != nil {
 		respDone = make(chan error, 1)
 		go func() { respDone <- c.resp.Run(ctx) }()
 		c.logger.Info("rdma responder listening", "addr", c.resp.LocalAddr().String())
 	}
-	c.logger.Info("collector serving", "http", c.ln.Addr().String(), "stores", len(c.cat.Stores()))
+	if a, ok := c.ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() && c.guard.Access().Tokens == nil {
+		c.logger.Warn("the query API answers anyone who can reach it, resets included: set http.auth_token_file (docs/OPERATIONS.md, Security)", "http", c.ln.Addr().String())
+	}
+	c.logger.Info("collector serving", "http", c.ln.Addr().String(), "stores", len(c.cat.Stores()),
+		"tls", c.guard.TLS(), "auth", c.guard.Access().Tokens != nil)
 	var runErr error
 	select {
 	case err := <-httpDone:

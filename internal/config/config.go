@@ -39,6 +39,7 @@ type File struct {
 	Log        Log            `yaml:"log"`
 	Collector  Collector      `yaml:"collector"`
 	Translator Translator     `yaml:"translator"`
+	HTTP       HTTP           `yaml:"http"`
 	Stores     []store.Config `yaml:"stores"`
 }
 
@@ -54,6 +55,8 @@ type Collector struct {
 	RDMA      string `yaml:"rdma"`
 	HugePages string `yaml:"hugepages"`
 	Prefault  bool   `yaml:"prefault"`
+
+	CollectorGuard `yaml:",inline"`
 }
 
 // Translator configures the translator side.
@@ -72,6 +75,8 @@ type Translator struct {
 	PostcardMaxAge   time.Duration  `yaml:"postcard_max_age"`
 	AppendFlushDelay time.Duration  `yaml:"append_flush_delay"`
 	MaxReporters     int            `yaml:"max_reporters"`
+
+	TranslatorGuard `yaml:",inline"`
 }
 
 // Default returns the embedded defaults.
@@ -200,7 +205,7 @@ func (f *File) Validate() error {
 	if _, err := store.DescribeAll(f.Stores); err != nil {
 		return err
 	}
-	return nil
+	return f.validateSecurity()
 }
 
 // LogLevel returns the configured slog level.
@@ -260,6 +265,7 @@ func (f *File) Marshal() ([]byte, error) { return yaml.Marshal(f) }
 func (f *File) ResponderConfig() rdma.ResponderConfig {
 	c := rdma.DefaultResponderConfig()
 	c.Addr = f.Collector.RDMA
+	c.AllowTranslators, _ = f.AllowTranslators() // checked by Validate
 	return c
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +115,7 @@ func TestMarshalRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the printed config does not parse back: %v\n%s", err, b)
 	}
-	if f.Translator != Default().Translator || len(f.Stores) != len(Default().Stores) {
+	if !reflect.DeepEqual(f.Translator, Default().Translator) || !reflect.DeepEqual(f.HTTP, Default().HTTP) || len(f.Stores) != len(Default().Stores) {
 		t.Fatal("the printed config changed on the way back")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dta-go/dta/internal/admit"
 	"github.com/dta-go/dta/internal/translator"
 	"github.com/dta-go/dta/internal/transport/udp"
 	"github.com/dta-go/dta/wire/dta"
@@ -28,6 +29,11 @@ type Config struct {
 	// checked while the translator holds any. Default 1ms. A translator
 	// holding nothing does not tick until a report leaves something held.
 	Tick time.Duration
+	// Gate, when set, judges every datagram's source before it is decoded
+	// (translator.allow_sources and the per-source rate limits); refused
+	// datagrams are counted as translator drops (not_allowed, rate_limited)
+	// and never decoded or answered. Nil admits every source.
+	Gate *admit.Gate
 }
 
 // DefaultConfig returns the defaults: UDP :40040, ACKs to port 40044.
@@ -68,7 +74,7 @@ func New(cfg Config, t *translator.Translator, logger *slog.Logger) (*Ingest, er
 	}
 	in := &Ingest{cfg: cfg, t: t, logger: logger}
 	l, err := udp.Listen(cfg.UDP, func(int) udp.Handler {
-		return &handler{w: t.NewWorker(), ackPort: uint16(cfg.AckPort)}
+		return &handler{w: t.NewWorker(), ackPort: uint16(cfg.AckPort), gate: cfg.Gate}
 	}, logger)
 	if err != nil {
 		return nil, fmt.Errorf("listen for reports on %s: %w", cfg.UDP.Addr, err)
@@ -135,12 +141,23 @@ func (in *Ingest) Close() error {
 type handler struct {
 	w       *translator.Worker
 	ackPort uint16
+	gate    *admit.Gate
 	now     int64
 }
 
 func (h *handler) HandlePacket(b []byte, from netip.AddrPort, r udp.Replier) {
 	if h.now == 0 {
 		h.now = time.Now().UnixNano()
+	}
+	if h.gate != nil {
+		switch h.gate.Admit(from.Addr(), h.now) {
+		case admit.NotAllowed:
+			h.w.Refuse(translator.ReasonNotAllowed, from, h.now)
+			return
+		case admit.RateLimited:
+			h.w.Refuse(translator.ReasonRateLimited, from, h.now)
+			return
+		}
 	}
 	reply := h.w.Handle(b, from, h.now)
 	if reply == nil {

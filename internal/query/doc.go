@@ -14,7 +14,9 @@
 // Reset; compute an address or decode a slot itself (that is the primitive
 // packages' Spec and Store code); open listeners or own an http.Server (the
 // composition root does, and must allow long polls and streams to outlive a
-// short WriteTimeout — the handlers extend their own write deadlines); panic
+// short WriteTimeout — the handlers extend their own write deadlines; it
+// tells the composition root which requests change state and which stream,
+// ChangesState and IsStream, for the HTTP guard's roles and bounds); panic
 // on any input; or log per request. Every failed request is answered with a
 // JSON error and counted in [Stats].
 package query

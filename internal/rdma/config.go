@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dta-go/dta/internal/admit"
 	"github.com/dta-go/dta/internal/wire/roce"
 )
 
@@ -80,6 +81,14 @@ type ResponderConfig struct {
 	// packet sent and every valid packet received, for tshark. Capturing
 	// costs an allocation-free but serialised encode per packet.
 	Capture io.Writer
+	// AllowTranslators lists the source addresses (requesters) the
+	// responder talks to; nil or empty allows every source. A CM REQ from
+	// another source is answered with a REJ "consumer defined" (what an
+	// rdma_cm application's rdma_reject sends) so that the requester learns
+	// at once that it is refused; every other packet from it is dropped
+	// silently, before its ICRC is checked. Both are counted. Replace it
+	// while running with [Responder.SetAllowTranslators].
+	AllowTranslators *admit.Prefixes
 	// OnReadLoop, if set, makes Run lock the goroutine that receives and
 	// executes every request to its OS thread (runtime.LockOSThread) and
 	// call OnReadLoop on it, once, before the first packet: what it notes

@@ -19,7 +19,8 @@
 // its responder resources (AtomicDepth, at least 1, at most the REQ's
 // initiator depth), or a REJ (invalid service ID, invalid transport type,
 // invalid MTU, no resources when MaxQPs QPs exist and none has been idle
-// for IdleTimeout). A retransmitted REQ (same address, TID and comm ID)
+// for IdleTimeout, consumer defined for a source outside AllowTranslators,
+// whose other packets are dropped unanswered before their ICRC is checked). A retransmitted REQ (same address, TID and comm ID)
 // gets the same REP bytes; a REQ with a new TID from the same address
 // replaces the old QP (the requester restarted or reconnects). The
 // requester answers the REP with an RTU; the RTU, or failing that the

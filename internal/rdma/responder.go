@@ -2,6 +2,7 @@ package rdma
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dta-go/dta/internal/admit"
 	"github.com/dta-go/dta/internal/ratelog"
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/wire/roce"
@@ -57,6 +59,7 @@ type Responder struct {
 	mrs   atomic.Pointer[mrTable]
 	adv   atomic.Pointer[[]byte]
 	onImm atomic.Pointer[func(Immediate)]
+	allow atomic.Pointer[admit.Prefixes] // nil: every source
 
 	mu     sync.Mutex // guards everything below; held per receive batch
 	tx     *txq
@@ -86,6 +89,7 @@ const (
 	logAccess = iota
 	logCM
 	logRead
+	logNotAllowed
 	logKeys
 )
 
@@ -126,6 +130,9 @@ func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) 
 		timer:   newTimer(cfg.Timeout / 4),
 	}
 	r.mrs.Store(&mrTable{byKey: map[uint32]*mr{}, byName: map[string]*mr{}, nextVA: newVABase()})
+	if !cfg.AllowTranslators.Any() {
+		r.allow.Store(cfg.AllowTranslators)
+	}
 	empty := []byte{}
 	r.adv.Store(&empty)
 	logger.Info("rdma responder listening", "addr", s.local.String(), "max_mtu", cfg.MTU, "max_qps", cfg.MaxQPs)
@@ -355,6 +362,19 @@ func (r *Responder) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 		st.Malformed.Add(1)
 		return
 	}
+	allowed := true
+	if al := r.allow.Load(); al != nil && !al.Contains(from.Addr()) {
+		// Only a REQ is answered (with a REJ), so only a packet to QP1 is
+		// worth its ICRC check; the rest is dropped at once.
+		allowed = false
+		if binary.BigEndian.Uint32(b[4:])&roce.PSNMask != roce.GSIQP {
+			st.NotAllowed.Add(1)
+			if ok, sup := r.limiter.Allow(logNotAllowed, r.now); ok {
+				r.logger.Warn("rdma responder: packet from a source outside allow_translators dropped", "peer", from.String(), "suppressed", sup)
+			}
+			return
+		}
+	}
 	env := roce.Envelope{Src: from.Addr(), Dst: dst, SrcPort: from.Port(), DstPort: r.s.local.Port()}
 	if err := env.VerifyICRC(b); err != nil {
 		if err == roce.ErrICRC {
@@ -371,6 +391,10 @@ func (r *Responder) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 	}
 	r.capture.record(&env, b, false)
 	if p.BTH.DestQP == roce.GSIQP {
+		if !allowed {
+			r.refuseCM(p, from, dst)
+			return
+		}
 		r.handleCM(p, from, dst)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/dta-go/dta/internal/admit"
 	"github.com/dta-go/dta/internal/wire/roce"
 )
 
@@ -64,6 +65,56 @@ func (r *Responder) handleCM(p *roce.Packet, from netip.AddrPort, dst netip.Addr
 		st.CMDropped.Add(1)
 	}
 }
+
+// refuseCM answers a CM MAD from a source outside AllowTranslators: a REQ
+// gets a REJ "consumer defined" (what rdma_reject in an rdma_cm application
+// sends: the requester stops at once instead of retrying), anything else is
+// dropped. Nothing about the source is kept.
+func (r *Responder) refuseCM(p *roce.Packet, from netip.AddrPort, dst netip.Addr) {
+	st := &r.stats
+	st.NotAllowed.Add(1)
+	if p.BTH.Opcode != roce.OpUDSendOnly || p.DETH.QKey != roce.GSIQKey || r.cm.Decode(p.Payload) != nil ||
+		r.cm.Header.AttrID != roce.AttrREQ {
+		return
+	}
+	st.CMRejectNotAllowed.Add(1)
+	env := roce.Envelope{Src: dst, Dst: from.Addr(), SrcPort: r.s.local.Port(), DstPort: from.Port()}
+	r.reject(&env, &r.cm.REQ, r.cm.Header.TID, from, roce.RejectConsumerDefined)
+}
+
+// SetAllowTranslators replaces the allowlist of requesters (nil or empty:
+// every source). Connections of peers it no longer allows are torn down at
+// once (a DREQ is sent to each), so a revoked translator cannot go on
+// writing over a connection made before.
+func (r *Responder) SetAllowTranslators(p *admit.Prefixes) {
+	if p.Any() {
+		p = nil
+	}
+	r.allow.Store(p)
+	if p == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.shut {
+		return
+	}
+	for _, q := range r.qps {
+		if p.Contains(q.peer.Addr()) {
+			continue
+		}
+		r.logger.Warn("rdma responder: connection closed: its peer is no longer in allow_translators", "peer", q.peer.String(), "qpn", q.qpn)
+		r.stats.QPsRevoked.Add(1)
+		if q.state == qpEstablished {
+			r.sendDREQ(q)
+		}
+		r.destroy(q)
+	}
+	r.flush()
+}
+
+// AllowTranslators returns the allowlist in force (nil: every source).
+func (r *Responder) AllowTranslators() *admit.Prefixes { return r.allow.Load() }
 
 func (r *Responder) onREQ(req *roce.ConnectRequest, tid uint64, from netip.AddrPort, env *roce.Envelope) {
 	st := &r.stats

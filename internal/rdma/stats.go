@@ -12,6 +12,9 @@ type ResponderStats struct {
 	BadICRC   atomic.Uint64 // ICRC mismatch, silently dropped
 	Malformed atomic.Uint64 // not decodable (truncated, unknown opcode, bad pad, bad TVer), silently dropped
 	UnknownQP atomic.Uint64 // DestQP not connected, or connected to another address: silently dropped
+	// NotAllowed counts packets from a source outside AllowTranslators,
+	// dropped (REQs among them are also answered: CMRejectNotAllowed).
+	NotAllowed atomic.Uint64
 
 	Duplicates    atomic.Uint64 // requests with a PSN behind the expected one: re-ACKed, never re-executed
 	OutOfSequence atomic.Uint64 // requests with a PSN ahead of the expected one (a gap): dropped
@@ -47,11 +50,13 @@ type ResponderStats struct {
 	CMRejectService     atomic.Uint64 // REJ invalid service ID sent
 	CMRejectResources   atomic.Uint64 // REJ no resources (QP table full) sent
 	CMRejectInvalid     atomic.Uint64 // REJ for another bad REQ field (MTU, transport) sent
+	CMRejectNotAllowed  atomic.Uint64 // REJ consumer defined sent: the REQ's source is outside AllowTranslators
 	CMDropped           atomic.Uint64 // MADs ignored: not CM, bad Q_Key, unknown connection
 
 	QPs                      atomic.Int64  // QPs now in the table (half-open included)
 	QPsReclaimed             atomic.Uint64 // idle QPs dropped for a new REQ, or replaced by a REQ from the same address
 	QPsTimedOut              atomic.Uint64 // half-open QPs and unanswered advertisements given up
+	QPsRevoked               atomic.Uint64 // QPs torn down (DREQ sent) because their peer left AllowTranslators
 	AdvertisementRetransmits atomic.Uint64 // advertisement packets resent
 
 	SendErrors atomic.Uint64 // datagrams the kernel refused to send

@@ -32,6 +32,8 @@ const (
 	ReasonOutOfOrder                   // retransmittable datagram after a gap (NACKed)
 	ReasonDuplicate                    // retransmittable datagram already applied (re-ACKed)
 	ReasonSink                         // the sink refused the ops
+	ReasonNotAllowed                   // datagram from a source outside translator.allow_sources (Worker.Refuse)
+	ReasonRateLimited                  // datagram above its source's rate limit (Worker.Refuse)
 	NumReasons
 )
 
@@ -39,6 +41,7 @@ var reasonNames = [NumReasons]string{
 	"truncated", "unknown_opcode", "length", "trailing", "redundancy", "hop", "key_len",
 	"value_len", "batch", "unknown_store", "wrong_primitive", "value_size", "list",
 	"value_set", "path_len", "out_of_order", "duplicate", "sink",
+	"not_allowed", "rate_limited",
 }
 
 // String returns the reason's metric label.

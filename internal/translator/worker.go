@@ -298,6 +298,20 @@ func (e errSinkWrap) Unwrap() error        { return e.err }
 func (e errSinkWrap) Is(target error) bool { return target == ErrSink }
 
 // drop counts a dropped report and logs it through the rate limiter.
+// Refuse counts a datagram from from that the caller refused before
+// handing it to Handle (ReasonNotAllowed, ReasonRateLimited: the ingest's
+// source gate), and logs it at a bounded rate. No reply is sent.
+func (w *Worker) Refuse(r Reason, from netip.AddrPort, now int64) {
+	if r >= NumReasons {
+		r = ReasonNotAllowed
+	}
+	w.stats.Datagrams.Add(1)
+	w.stats.Drops[r].Add(1)
+	if ok, n := w.t.limiter.Allow(int(r), now); ok {
+		w.t.logger.Warn("datagram refused", "reason", r.String(), "from", from.String(), "suppressed", n)
+	}
+}
+
 func (w *Worker) drop(err error, from netip.AddrPort, now int64) {
 	r := classify(err)
 	if errors.Is(err, errHopValueSize) {

@@ -144,3 +144,14 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	http.ServeContent(w, r, a.name, time.Time{}, bytes.NewReader(a.body))
 }
+
+// IsPage reports whether r asks for the dashboard's page or one of its
+// assets (GET or HEAD). They carry no data, so an HTTP server that demands
+// tokens serves them without one; the page then asks for a token for its
+// API calls.
+func IsPage(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	return r.URL.Path == IndexPath || strings.HasPrefix(r.URL.Path, AssetPrefix)
+}
