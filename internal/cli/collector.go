@@ -14,7 +14,7 @@ import (
 )
 
 func newCollectorCmd() *cobra.Command {
-	var configPath, httpAddr, rdmaAddr string
+	var configPath, httpAddr, rdmaAddr, dataDir string
 	var sec securityFlags
 	cmd := &cobra.Command{
 		Use:   "collector",
@@ -47,6 +47,9 @@ longer allows) without a restart (docs/OPERATIONS.md, "Security").`,
 				if cmd.Flags().Changed("rdma") {
 					f.Collector.RDMA = rdmaAddr
 				}
+				if cmd.Flags().Changed("data-dir") {
+					f.Collector.DataDir = dataDir
+				}
 				sec.apply(cmd.Flags(), f)
 			})
 			f, err := load()
@@ -60,6 +63,7 @@ longer allows) without a restart (docs/OPERATIONS.md, "Security").`,
 	fl.StringVarP(&configPath, "config", "c", "", "YAML configuration file (default: the embedded defaults)")
 	fl.StringVar(&httpAddr, "http", ":8040", "HTTP address for queries, /metrics, /healthz (overrides collector.http)")
 	fl.StringVar(&rdmaAddr, "rdma", ":4791", "UDP address of the RoCEv2 responder (overrides collector.rdma)")
+	fl.StringVar(&dataDir, "data-dir", "", "keep the stores in this directory: checkpoints while running, restored at start (overrides collector.data_dir)")
 	sec.add(fl)
 	return cmd
 }
@@ -75,7 +79,8 @@ func runCollector(ctx context.Context, f *config.File, load func() (*config.File
 	}
 	rc := f.ResponderConfig()
 	col, err := collector.New(collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs, RDMA: &rc,
-		Guard: sec.guardConfig(f)}, logger)
+		Durability: f.DurabilityConfig(),
+		Guard:      sec.guardConfig(f)}, logger)
 	if err != nil {
 		return err
 	}

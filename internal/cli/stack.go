@@ -54,14 +54,42 @@ func (s *translatorStack) metrics() metrics.Translator {
 	return metrics.Translator{T: s.tr, Listener: s.in.Listener()}
 }
 
-// restartAppendHeads sets every Append list's head to 0: the stores behind
-// the translator are new and empty.
-func (s *translatorStack) restartAppendHeads() {
+// resumeAppendHeads sets every Append list's head to where the stores behind
+// the translator have it: heads[i] lists store i's lists whose head is not 0
+// (every other list restarts at 0). After a collector restart the stores are
+// new, empty or restored from checkpoints; either way their heads are these.
+func (s *translatorStack) resumeAppendHeads(heads [][]store.ListHead) {
 	for i, d := range s.tr.Stores() {
-		if w := s.tr.AppendWriter(i); w != nil {
-			for l := range d.Append.Lists {
-				w.Resume(l, 0)
+		w := s.tr.AppendWriter(i)
+		if w == nil {
+			continue
+		}
+		var hs []store.ListHead
+		if i < len(heads) {
+			hs = heads[i]
+		}
+		for l := range d.Append.Lists {
+			var h uint64
+			if len(hs) > 0 && hs[0].List == l {
+				h, hs = hs[0].Head, hs[1:]
 			}
+			w.Resume(l, h)
+		}
+	}
+}
+
+// resumeFromStores sets every Append list's head to the head in cat's store
+// (a collector in this process, maybe restored from checkpoints).
+func (s *translatorStack) resumeFromStores(cat *store.Catalog) {
+	for i, d := range s.tr.Stores() {
+		w := s.tr.AppendWriter(i)
+		st := cat.ByName(d.Name)
+		if w == nil || st == nil || st.Append == nil {
+			continue
+		}
+		for l := range d.Append.Lists {
+			h, _ := st.Append.Head(l)
+			w.Resume(l, h)
 		}
 	}
 }
@@ -121,7 +149,7 @@ func (g *group) wait() error {
 func watchUplink(g *group, up *uplink.Uplink, late *lateTranslator) {
 	up.OnRestart(func() {
 		if st := late.p.Load(); st != nil {
-			st.restartAppendHeads()
+			st.resumeAppendHeads(up.Heads())
 		}
 	})
 	g.run("uplink", func(ctx context.Context) error {

@@ -108,6 +108,7 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 	if err != nil {
 		return err
 	}
+	st.resumeAppendHeads(up.Heads()) // the collector may hold entries already
 	var late lateTranslator
 	late.p.Store(st)
 	reg := metrics.NewRegistry()

@@ -31,6 +31,7 @@ type upOptions struct {
 	sink        string
 	rdma        string
 	rdmaChanged bool
+	dataDir     string
 }
 
 func newUpCmd() *cobra.Command {
@@ -74,6 +75,9 @@ refused with an error and the old settings stay.`,
 				if cmd.Flags().Changed("http") {
 					f.Collector.HTTP = o.http
 				}
+				if cmd.Flags().Changed("data-dir") {
+					f.Collector.DataDir = o.dataDir
+				}
 				if cmd.Flags().Changed("sink") {
 					f.Translator.Sink = o.sink
 				}
@@ -107,6 +111,7 @@ refused with an error and the old settings stay.`,
 	fl.BoolVar(&o.printConfig, "print-config", false, "print the effective configuration as YAML and exit")
 	fl.StringVar(&o.sink, "sink", "local", "how the translator reaches the stores: local (in-process) or roce (RoCEv2 over UDP, both halves in this process)")
 	fl.StringVar(&o.rdma, "rdma", "127.0.0.1:0", "with --sink roce: the responder's UDP address (default: a free loopback port)")
+	fl.StringVar(&o.dataDir, "data-dir", "", "keep the stores in this directory: checkpoints while running, restored at start (overrides collector.data_dir)")
 	fl.BoolVar(&o.demo, "demo", false, "also run a built-in reporter sending reports of every primitive")
 	fl.Float64Var(&o.demoRate, "demo-rate", 200, "reports per second of the --demo reporter")
 	o.sec.add(fl)
@@ -147,7 +152,8 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	roce := f.Translator.Sink == "roce"
 	var late lateTranslator
 	ccfg := collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs, AfterReset: late.afterReset,
-		Guard: sec.guardConfig(f)}
+		Durability: f.DurabilityConfig(),
+		Guard:      sec.guardConfig(f)}
 	if roce {
 		// Both halves in one process, over real UDP on loopback.
 		rc := f.ResponderConfig()
@@ -211,6 +217,7 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 		stopCollector()
 		return err
 	}
+	st.resumeFromStores(col.Catalog()) // restored from --data-dir, or all 0
 	late.p.Store(st)
 	if err := col.Metrics().Register(st.metrics()); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/dta-go/dta/internal/admit"
@@ -23,6 +24,7 @@ import (
 	"github.com/dta-go/dta/internal/query"
 	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/region"
+	"github.com/dta-go/dta/internal/snapshot"
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/internal/web"
 	"github.com/dta-go/dta/wire/dta"
@@ -40,6 +42,10 @@ type Config struct {
 	// registered as a memory region and advertised to each translator that
 	// connects. Nil: the stores are reachable only in-process (local sink).
 	RDMA *rdma.ResponderConfig
+	// Durability, when set, keeps the stores in a data directory: restored
+	// at New, checkpointed while Run runs and once more when it ends, with
+	// past checkpoints queryable (?at=, GET /v1/epochs). Nil: memory only.
+	Durability *snapshot.Config
 	// Guard is who may call the HTTP server, over what, and within which
 	// limits. Zero Limits take httpguard.DefaultLimits; the guard's Admin
 	// and Stream are set here (resets need an admin token; long polls and
@@ -58,6 +64,8 @@ type Collector struct {
 	resp   *rdma.Responder
 	logger *slog.Logger
 	start  time.Time
+
+	durable *snapshot.Durable // nil: memory only
 }
 
 // New maps the stores and binds the HTTP listener.
@@ -69,24 +77,41 @@ func New(cfg Config, logger *slog.Logger) (*Collector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("collector: %w", err)
 	}
+	// The stores are restored before anything can write to them.
+	var durable *snapshot.Durable
+	if cfg.Durability != nil {
+		if durable, err = snapshot.Open(cat, *cfg.Durability, logger); err != nil {
+			cat.Close()
+			return nil, fmt.Errorf("collector: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.HTTP)
 	if err != nil {
+		if durable != nil {
+			durable.Close()
+		}
 		cat.Close()
 		return nil, fmt.Errorf("collector: listen for queries on %s: %w", cfg.HTTP, err)
 	}
-	c := &Collector{cat: cat, reg: metrics.NewRegistry(), ln: ln, logger: logger, start: time.Now()}
+	c := &Collector{cat: cat, reg: metrics.NewRegistry(), ln: ln, logger: logger, start: time.Now(), durable: durable}
 	gc := cfg.Guard
 	if gc.Limits == (httpguard.Limits{}) {
 		gc.Limits = httpguard.DefaultLimits()
 	}
 	gc.Admin, gc.Stream, gc.Public = query.ChangesState, query.IsStream, web.IsPage
 	if c.guard, err = httpguard.New(gc, logger); err != nil {
-		ln.Close()
-		cat.Close()
+		c.Close()
 		return nil, fmt.Errorf("collector: http: %w", err)
 	}
 	qc := query.DefaultConfig()
 	qc.AfterReset = cfg.AfterReset
+	if durable != nil {
+		qc.History = history{durable}
+		if err := c.reg.Register(metrics.Snapshot{S: durable.Stats(), C: durable.Config()}); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	qc.MaxBodyBytes = gc.Limits.MaxBodyBytes
 	c.query = query.New(cat, qc, logger)
 	if err := c.reg.Register(metrics.Catalog{C: cat}); err != nil {
@@ -100,8 +125,7 @@ func New(cfg Config, logger *slog.Logger) (*Collector, error) {
 	}
 	if cfg.RDMA != nil {
 		if err := c.startResponder(*cfg.RDMA); err != nil {
-			ln.Close()
-			cat.Close()
+			c.Close()
 			return nil, err
 		}
 	}
@@ -170,12 +194,28 @@ func NewResponder(cat *store.Catalog, rc rdma.ResponderConfig, logger *slog.Logg
 		}
 		adv = append(adv, store.Advertised{Descriptor: s.Descriptor, VA: mr.VA, RKey: mr.RKey, Length: mr.Length})
 	}
-	b, err := store.AppendAdvertisement(nil, adv)
+	static, err := store.AppendAdvertisement(nil, adv)
 	if err != nil {
 		resp.Close()
 		return nil, fmt.Errorf("collector: %w", err)
 	}
-	resp.SetAdvertisement(b)
+	resp.SetAdvertisement(static)
+	// Each connection learns every Append list's head as it is then, so a
+	// translator that starts (or finds the collector restarted from its
+	// checkpoints) resumes the lists where they are instead of at 0.
+	resp.SetAdvertisementFunc(func() []byte {
+		now := slices.Clone(adv)
+		for i, s := range cat.Stores() {
+			if s.Append != nil {
+				now[i].Heads = s.AppendHeads()
+			}
+		}
+		b, err := store.AppendAdvertisement(nil, now)
+		if err != nil { // cannot happen: the same stores encoded above
+			return static
+		}
+		return b
+	})
 	resp.OnImmediate(func(im rdma.Immediate) {
 		cat.Notify(store.Notification{Store: im.MR, Offset: im.Offset, Imm: im.Imm})
 	})
@@ -229,6 +269,11 @@ func (c *Collector) Run(ctx context.Context) error {
 	}
 	c.logger.Info("collector serving", "http", c.ln.Addr().String(), "stores", len(c.cat.Stores()),
 		"tls", c.guard.TLS(), "auth", c.guard.Access().Tokens != nil)
+	var ckDone chan error // nil without durable stores: never ready
+	if c.durable != nil {
+		ckDone = make(chan error, 1)
+		go func() { ckDone <- c.durable.Run(ctx) }()
+	}
 	var runErr error
 	select {
 	case err := <-httpDone:
@@ -257,6 +302,21 @@ func (c *Collector) Run(ctx context.Context) error {
 			runErr = fmt.Errorf("collector: rdma responder: %w", err)
 		}
 	}
+	if ckDone != nil {
+		<-ckDone
+		// Nothing writes any more (the responder has stopped; an in-process
+		// translator flushed before Run's context ended): the last
+		// checkpoint holds everything.
+		e, err := c.durable.Checkpoint()
+		if err != nil {
+			c.logger.Error("final checkpoint failed: the stores are as of the previous one", "err", err)
+			if runErr == nil {
+				runErr = fmt.Errorf("collector: %w", err)
+			}
+		} else {
+			c.logger.Info("stores written out", "epoch", e.Epoch, "bytes", e.Bytes, "dir", c.durable.Config().Dir)
+		}
+	}
 	return runErr
 }
 
@@ -267,5 +327,52 @@ func (c *Collector) Close() error {
 	if c.resp != nil {
 		c.resp.Close()
 	}
+	if c.durable != nil {
+		c.durable.Close()
+	}
 	return c.cat.Close()
 }
+
+// Durable returns the durable stores (nil when the collector keeps its
+// stores in memory only).
+func (c *Collector) Durable() *snapshot.Durable { return c.durable }
+
+// history serves past epochs to the query API.
+type history struct{ d *snapshot.Durable }
+
+func (h history) Epochs() []query.Epoch {
+	var out []query.Epoch
+	for _, e := range h.d.Epochs() {
+		out = append(out, queryEpoch(e))
+	}
+	return out
+}
+
+func queryEpoch(e snapshot.Epoch) query.Epoch {
+	return query.Epoch{Epoch: e.Epoch, Time: e.Time.UTC(), Full: e.Full(), Parent: e.Parent, Bytes: e.Bytes}
+}
+
+func (h history) Open(at string) (*store.Catalog, query.Epoch, func(), error) {
+	e, err := h.d.Resolve(at, time.Now(), time.Local)
+	if err == nil {
+		var cat *store.Catalog
+		var release func()
+		if cat, release, err = h.d.OpenEpoch(e); err == nil {
+			return cat, queryEpoch(e), release, nil
+		}
+	}
+	switch {
+	case errors.Is(err, snapshot.ErrNoEpoch):
+		err = atError{query.ErrNoEpoch, err}
+	case errors.Is(err, snapshot.ErrBadAt):
+		err = atError{query.ErrAtSyntax, err}
+	}
+	return nil, query.Epoch{}, nil, err
+}
+
+// atError is a snapshot error as the query API classifies it.
+type atError struct{ kind, err error }
+
+func (e atError) Error() string        { return e.err.Error() }
+func (e atError) Unwrap() error        { return e.err }
+func (e atError) Is(target error) bool { return target == e.kind }

@@ -56,7 +56,8 @@ type Collector struct {
 	HugePages string `yaml:"hugepages"`
 	Prefault  bool   `yaml:"prefault"`
 
-	CollectorGuard `yaml:",inline"`
+	CollectorGuard      `yaml:",inline"`
+	CollectorDurability `yaml:",inline"`
 }
 
 // Translator configures the translator side.
@@ -203,6 +204,9 @@ func (f *File) Validate() error {
 		return fmt.Errorf("translator: %w", err)
 	}
 	if _, err := store.DescribeAll(f.Stores); err != nil {
+		return err
+	}
+	if err := f.validateDurability(); err != nil {
 		return err
 	}
 	return f.validateSecurity()

@@ -69,7 +69,7 @@ func parseQuery(raw string, allowed ...string) (url.Values, *apiError) {
 		return nil, invalid("", "malformed query string: %v", err)
 	}
 	for name, vals := range q {
-		known := false
+		known := name == "at" // every read takes it (history.go checks it)
 		for _, a := range allowed {
 			known = known || a == name
 		}

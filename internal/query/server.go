@@ -36,6 +36,9 @@ type Config struct {
 	// NotifyBuffer is the notifications a stream may fall behind by before
 	// it misses some (default 4096; counted in store.SinkStats.NotifyDropped).
 	NotifyBuffer int
+	// History, when set, serves GET /v1/epochs and ?at= on every query (a
+	// collector with durable stores). Nil: no history.
+	History History
 	// AfterReset, when set, is called after a store was reset through the
 	// API, so the composition root can tell a local translator (for Append,
 	// appendlist.Writer.Resume with head 0). It must not block.
@@ -181,6 +184,7 @@ func (s *Server) routes() []route {
 		{http.MethodGet, st + "/append/{list}/head", EndpointAppendHead, true, dta.Append, s.appendHead},
 		{http.MethodPost, st + "/append:reset", EndpointAppendReset, true, dta.Append, s.appendReset},
 		{http.MethodGet, "/v1/notifications", EndpointNotifications, false, 0, s.notifications},
+		{http.MethodGet, "/v1/epochs", EndpointEpochs, false, 0, s.listEpochs},
 	}
 }
 
@@ -193,9 +197,13 @@ func (s *Server) wrap(rt route) http.Handler {
 			defer func() { s.stats.Latency[rt.endpoint].Observe(time.Since(start)) }()
 		}
 		var st *store.Store
-		var err *apiError
-		if rt.hasStore {
-			st, err = s.resolve(r.PathValue("store"), rt.prim)
+		cat, release, err := s.atCatalog(w, r, rt)
+		if err == nil {
+			defer release()
+			r = r.WithContext(withCatalog(r.Context(), cat))
+		}
+		if err == nil && rt.hasStore {
+			st, err = s.resolve(cat, r.PathValue("store"), rt.prim)
 		}
 		if err == nil {
 			err = rt.handle(w, r, st)
@@ -208,11 +216,11 @@ func (s *Server) wrap(rt route) http.Handler {
 
 // resolve finds the store named ref (a name, or else a numeric id) and checks
 // its primitive.
-func (s *Server) resolve(ref string, prim dta.Primitive) (*store.Store, *apiError) {
-	st := s.cat.ByName(ref)
+func (s *Server) resolve(cat *store.Catalog, ref string, prim dta.Primitive) (*store.Store, *apiError) {
+	st := cat.ByName(ref)
 	if st == nil {
 		if id, err := strconv.ParseUint(ref, 10, 16); err == nil {
-			st = s.cat.ByID(uint16(id))
+			st = cat.ByID(uint16(id))
 		}
 	}
 	if st == nil {

@@ -24,6 +24,7 @@ const (
 	EndpointAppendReset
 	EndpointNotifications
 	EndpointAppendHeads
+	EndpointEpochs
 	EndpointOther
 	NumEndpoints // number of endpoints, for arrays indexed by Endpoint
 )
@@ -43,6 +44,7 @@ var endpointNames = [NumEndpoints]string{
 	EndpointAppendReset:       "append_reset",
 	EndpointNotifications:     "notifications",
 	EndpointAppendHeads:       "append_heads",
+	EndpointEpochs:            "epochs",
 	EndpointOther:             "other",
 }
 
@@ -63,6 +65,7 @@ const (
 	ReasonUnknownStore                 // 404: no store of that name or id
 	ReasonWrongPrimitive               // 404: the store is of another primitive than the endpoint
 	ReasonUnknownList                  // 404: list id beyond the Append store's lists
+	ReasonUnknownEpoch                 // 404: at names no kept epoch
 	ReasonNoRoute                      // 404: no such endpoint
 	ReasonMethod                       // 405: endpoint exists, not for this method
 	ReasonCursorAhead                  // 409: Append cursor beyond the list's head
@@ -76,6 +79,7 @@ var reasonNames = [NumReasons]string{
 	ReasonUnknownStore:   "unknown_store",
 	ReasonWrongPrimitive: "wrong_primitive",
 	ReasonUnknownList:    "unknown_list",
+	ReasonUnknownEpoch:   "unknown_epoch",
 	ReasonNoRoute:        "no_route",
 	ReasonMethod:         "method",
 	ReasonCursorAhead:    "cursor_ahead",

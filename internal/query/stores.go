@@ -73,8 +73,9 @@ func (s *Server) listStores(w http.ResponseWriter, r *http.Request, _ *store.Sto
 	if _, err := parseQuery(r.URL.RawQuery); err != nil {
 		return err
 	}
-	resp := storesResponse{Stores: make([]storeInfo, 0, len(s.cat.Stores()))}
-	for _, st := range s.cat.Stores() {
+	cat := s.catalog(r)
+	resp := storesResponse{Stores: make([]storeInfo, 0, len(cat.Stores()))}
+	for _, st := range cat.Stores() {
 		resp.Stores = append(resp.Stores, describe(st))
 	}
 	writeJSON(w, http.StatusOK, resp)

@@ -55,11 +55,12 @@ type Responder struct {
 	guid    uint64
 	limiter *ratelog.Limiter
 
-	regMu sync.Mutex // serialises MR registration
-	mrs   atomic.Pointer[mrTable]
-	adv   atomic.Pointer[[]byte]
-	onImm atomic.Pointer[func(Immediate)]
-	allow atomic.Pointer[admit.Prefixes] // nil: every source
+	regMu   sync.Mutex // serialises MR registration
+	mrs     atomic.Pointer[mrTable]
+	adv     atomic.Pointer[[]byte]
+	advFunc atomic.Pointer[func() []byte]
+	onImm   atomic.Pointer[func(Immediate)]
+	allow   atomic.Pointer[admit.Prefixes] // nil: every source
 
 	mu     sync.Mutex // guards everything below; held per receive batch
 	tx     *txq
@@ -188,6 +189,28 @@ func (r *Responder) DeregisterMR(name string) error {
 func (r *Responder) SetAdvertisement(b []byte) {
 	c := append([]byte{}, b...)
 	r.adv.Store(&c)
+	r.advFunc.Store(nil)
+}
+
+// SetAdvertisementFunc makes every new connection get the bytes fn returns
+// at the moment it is established, instead of fixed bytes (the collector
+// puts each Append list's current head there). fn runs on the receive
+// goroutine: it must be quick and must not call the Responder's methods.
+// nil goes back to the bytes of SetAdvertisement.
+func (r *Responder) SetAdvertisementFunc(fn func() []byte) {
+	if fn == nil {
+		r.advFunc.Store(nil)
+		return
+	}
+	r.advFunc.Store(&fn)
+}
+
+// advertisement returns the bytes to post on a new connection.
+func (r *Responder) advertisement() []byte {
+	if fn := r.advFunc.Load(); fn != nil {
+		return (*fn)()
+	}
+	return *r.adv.Load()
 }
 
 // OnImmediate sets the function called, on the receive goroutine, for

@@ -283,7 +283,7 @@ func (r *Responder) destroy(q *qp) {
 func (r *Responder) establish(q *qp) {
 	q.state = qpEstablished
 	r.stats.CMReadyToUse.Add(1)
-	adv := *r.adv.Load()
+	adv := r.advertisement()
 	n := max(1, (len(adv)+q.pmtu-1)/q.pmtu)
 	q.adv = make([][]byte, n)
 	for i := range n {

@@ -16,11 +16,26 @@ type Advertised struct {
 	VA     uint64 // RDMA virtual address of the region's first byte
 	RKey   uint32 // remote key of the region
 	Length uint64 // bytes of the region
+	// Heads are the Append lists whose head is not 0, in list order: a
+	// translator that starts, or finds the collector restarted, resumes its
+	// writers there (a collector with durable stores restores them).
+	Heads []ListHead
+}
+
+// ListHead is one Append list's head in an advertisement.
+type ListHead struct {
+	List uint32
+	Head uint64
 }
 
 // Advertisement format (docs/PROTOCOL.md, "Store advertisement"):
 //
-//	magic "DTAS" | version 1 | reserved 0 | count u16 | records...
+//	magic "DTAS" | version 2 | reserved 0 | count u16 | records... | heads
+//
+// where heads (version 2) is
+//
+//	flags u8 (bit 0: incomplete, the heads did not fit) | count u32 |
+//	count × (store index u16 | list u32 | head u64), lists increasing per store
 //
 // and per store:
 //
@@ -34,10 +49,17 @@ type Advertised struct {
 // All integers are big-endian.
 const (
 	advertMagic   = "DTAS"
-	AdvertVersion = 1
+	AdvertVersion = 2
 	// MaxAdvertStores bounds the stores in one advertisement.
 	MaxAdvertStores = 1024
+	// MaxAdvertHeads bounds the Append heads in one advertisement (14 bytes
+	// each, well inside the requester's 1 MiB limit).
+	MaxAdvertHeads = 65536
 )
+
+// ErrTooManyHeads is returned (wrapped) by ParseAdvertisement when the
+// collector had more non-empty Append lists than an advertisement carries.
+var ErrTooManyHeads = errors.New("the collector has more non-empty append lists than an advertisement carries")
 
 // ErrAdvert is wrapped by every advertisement decoding error.
 var ErrAdvert = errors.New("store advertisement")
@@ -94,6 +116,25 @@ func AppendAdvertisement(b []byte, stores []Advertised) ([]byte, error) {
 			b = append(b, byte(s.Append.Batch))
 		default:
 			return b, fmt.Errorf("%w: store %s: unknown primitive %v", ErrAdvert, s.Name, s.Primitive)
+		}
+	}
+	heads := 0
+	for i := range stores {
+		heads += len(stores[i].Heads)
+	}
+	if heads > MaxAdvertHeads {
+		// The translator refuses an incomplete table rather than restart
+		// lists from 0 over restored entries.
+		b = append(b, 1)
+		return binary.BigEndian.AppendUint32(b, 0), nil
+	}
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(heads))
+	for i := range stores {
+		for _, h := range stores[i].Heads {
+			b = binary.BigEndian.AppendUint16(b, uint16(i))
+			b = binary.BigEndian.AppendUint32(b, h.List)
+			b = binary.BigEndian.AppendUint64(b, h.Head)
 		}
 	}
 	return b, nil
@@ -157,7 +198,7 @@ func ParseAdvertisement(b []byte) ([]Advertised, error) {
 		return nil, fmt.Errorf("%w: bad magic", ErrAdvert)
 	}
 	if v := r.u8(); v != AdvertVersion {
-		return nil, fmt.Errorf("%w: version %d, this build reads %d", ErrAdvert, v, AdvertVersion)
+		return nil, fmt.Errorf("%w: version %d, this build reads %d (collector and translator must be of the same release)", ErrAdvert, v, AdvertVersion)
 	}
 	r.u8()
 	n := int(r.u16())
@@ -230,8 +271,41 @@ func ParseAdvertisement(b []byte) ([]Advertised, error) {
 		names[s.Name], ids[s.ID] = true, true
 		out = append(out, s)
 	}
+	if err := parseHeads(r, out); err != nil {
+		return nil, err
+	}
 	if len(r.b) != 0 {
 		return nil, fmt.Errorf("%w: %d trailing bytes", ErrAdvert, len(r.b))
 	}
 	return out, nil
+}
+
+// parseHeads reads the heads section into the Append stores of out.
+func parseHeads(r *advReader, out []Advertised) error {
+	flags := r.u8()
+	n := r.u32()
+	if r.err != nil {
+		return r.err
+	}
+	if flags&^1 != 0 {
+		return fmt.Errorf("%w: heads flags %#x", ErrAdvert, flags)
+	}
+	if flags&1 != 0 {
+		return fmt.Errorf("%w: %w (more than %d)", ErrAdvert, ErrTooManyHeads, MaxAdvertHeads)
+	}
+	if n > MaxAdvertHeads || uint64(n)*14 > uint64(len(r.b)) {
+		return fmt.Errorf("%w: %d heads", ErrAdvert, n)
+	}
+	for range n {
+		i, list, head := int(r.u16()), r.u32(), r.u64()
+		if i >= len(out) || out[i].Primitive != dta.Append || list >= out[i].Append.Lists {
+			return fmt.Errorf("%w: head of store %d list %d: no such append list", ErrAdvert, i, list)
+		}
+		s := &out[i]
+		if k := len(s.Heads); k > 0 && s.Heads[k-1].List >= list {
+			return fmt.Errorf("%w: store %s: heads not in increasing list order", ErrAdvert, s.Name)
+		}
+		s.Heads = append(s.Heads, ListHead{List: list, Head: head})
+	}
+	return r.err
 }

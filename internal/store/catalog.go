@@ -342,6 +342,25 @@ func (c *Catalog) Close() error {
 	return errors.Join(errs...)
 }
 
+// AppendHeads returns the lists of an Append store whose head is not 0, in
+// list order, stopping after MaxAdvertHeads+1 (more than an advertisement
+// carries). It returns nil for other stores.
+func (s *Store) AppendHeads() []ListHead {
+	if s.Append == nil {
+		return nil
+	}
+	var out []ListHead
+	for l := range s.Append.Spec().Lists {
+		if h, _ := s.Append.Head(l); h != 0 {
+			out = append(out, ListHead{List: l, Head: h})
+			if len(out) > MaxAdvertHeads {
+				break
+			}
+		}
+	}
+	return out
+}
+
 // Occupancy estimates the share of the store's units (slots, counters,
 // chunks) that are not all zero, from samples evenly spaced units. For Append
 // stores it is the share of lists whose head is not zero. It reads memory

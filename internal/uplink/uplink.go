@@ -69,21 +69,30 @@ func targets(adv []store.Advertised) []rdma.Target {
 
 // reconnected runs (before ops flow again) when the requester reconnected.
 // The same stores under the same keys mean the same collector instance and
-// memory; new keys mean a restarted collector whose memory is empty, so the
-// translator's Append heads must start again (OnRestart).
+// memory; new keys mean a restarted collector, whose memory is empty or was
+// restored from checkpoints, so the translator's Append heads must resume at
+// the heads it advertised (OnRestart, Heads).
 func (u *Uplink) reconnected(b []byte) {
+	if restart := u.update(b); restart != nil {
+		restart() // outside u.mu: it reads Heads
+	}
+}
+
+// update takes the new advertisement and returns the OnRestart function to
+// call if the collector restarted.
+func (u *Uplink) update(b []byte) func() {
 	adv, err := store.ParseAdvertisement(b)
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if err != nil || len(adv) != len(u.adv) {
 		u.fail(ErrStoresChanged, err)
-		return
+		return nil
 	}
 	same := true
 	for i := range adv {
 		if !reflect.DeepEqual(adv[i].Descriptor, u.adv[i].Descriptor) {
 			u.fail(ErrStoresChanged, nil)
-			return
+			return nil
 		}
 		same = same && adv[i].VA == u.adv[i].VA && adv[i].RKey == u.adv[i].RKey
 	}
@@ -91,12 +100,10 @@ func (u *Uplink) reconnected(b []byte) {
 	u.adv = adv
 	if same {
 		u.logger.Info("reconnected to the same collector")
-		return
+		return nil
 	}
-	u.logger.Warn("collector restarted: its stores are empty; restarting append heads")
-	if u.restart != nil {
-		u.restart()
-	}
+	u.logger.Warn("collector restarted: resuming append lists at the heads it advertised")
+	return u.restart
 }
 
 func (u *Uplink) fail(err, cause error) {
@@ -117,6 +124,19 @@ func (u *Uplink) Sink() memop.Sink { return u.req }
 
 // Requester returns the RoCEv2 requester (for its statistics).
 func (u *Uplink) Requester() *rdma.Requester { return u.req }
+
+// Heads returns, per store index, the Append lists the collector advertised
+// with a head other than 0 on the newest connection: where a translator
+// resumes its writers when it starts or when the collector restarted.
+func (u *Uplink) Heads() [][]store.ListHead {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make([][]store.ListHead, len(u.adv))
+	for i, a := range u.adv {
+		out[i] = a.Heads
+	}
+	return out
+}
 
 // OnRestart sets the function called when the collector restarted with the
 // same stores but empty memory.

@@ -9,7 +9,12 @@
 //
 //	[0:8]    head: entries published so far (uint64, little-endian), written
 //	         by the translator after the entries it counts
-//	[8:64]   reserved, zero
+//	[8:16]   low watermark (uint64, little-endian): entries below it are not
+//	         readable. Zero unless the list was restored from a checkpoint
+//	         taken while the writer went on (internal/snapshot): it then
+//	         excludes entries the writer overwrote during the copy. Writers
+//	         never write it.
+//	[16:64]  reserved, zero
 //	[64:...] ring of Capacity entries of EntrySize bytes; entry i (counting
 //	         from the first entry ever appended) lives at ring slot i % Capacity
 //
@@ -86,6 +91,21 @@ func (s Spec) CapacityFor(memory uint64) uint64 {
 
 // HeadOffset is the offset of list's head word.
 func (s Spec) HeadOffset(list uint32) uint64 { return uint64(list) * s.ListStride() }
+
+// LowOffset is the offset of list's low watermark word.
+func (s Spec) LowOffset(list uint32) uint64 { return s.HeadOffset(list) + 8 }
+
+// Lowest is the oldest entry index readable in a list whose head is head and
+// whose low watermark is low: the writer may be placing up to one batch
+// beyond head, overwriting the oldest Batch entries of the ring, and nothing
+// below low is readable.
+func (s Spec) Lowest(head, low uint64) uint64 {
+	w := head + uint64(s.Batch)
+	if w <= s.Capacity {
+		return low
+	}
+	return max(w-s.Capacity, low)
+}
 
 // EntryOffset is the offset of entry i (absolute index) of list.
 func (s Spec) EntryOffset(list uint32, i uint64) uint64 {

@@ -71,7 +71,7 @@ func (s *Store) Poll(list uint32, cursor uint64, limit int, dst []byte) (PollRes
 	if cursor > h1 {
 		return PollResult{Head: h1, Next: cursor}, ErrCursorAhead
 	}
-	start := max64(cursor, s.lowest(h1))
+	start := max64(cursor, s.lowest(list, h1))
 	end := start + min(uint64(limit), h1-start)
 	es := uint64(s.spec.EntrySize)
 	dst = dst[:0]
@@ -93,7 +93,7 @@ func (s *Store) Poll(list uint32, cursor uint64, limit int, dst []byte) (PollRes
 	if err != nil {
 		return PollResult{}, err
 	}
-	if low := s.lowest(h2); low > start {
+	if low := s.lowest(list, h2); low > start {
 		drop := min(low, end) - start
 		dst = dst[drop*es:]
 		start += drop
@@ -108,15 +108,19 @@ func (s *Store) Poll(list uint32, cursor uint64, limit int, dst []byte) (PollRes
 	}, nil
 }
 
-// lowest is the oldest entry index still safe to read when head is published:
-// the writer may be placing up to one batch beyond head, overwriting the
-// oldest Batch entries of the ring.
-func (s *Store) lowest(head uint64) uint64 {
-	w := head + uint64(s.spec.Batch)
-	if w <= s.spec.Capacity {
-		return 0
+// lowest is the oldest entry index of list still safe to read when head is
+// published (Spec.Lowest with the list's low watermark).
+func (s *Store) lowest(list uint32, head uint64) uint64 {
+	low, _ := s.mem.Load64(s.spec.LowOffset(list))
+	return s.spec.Lowest(head, low)
+}
+
+// Low returns list's low watermark: entries below it are not readable.
+func (s *Store) Low(list uint32) (uint64, error) {
+	if list >= s.spec.Lists {
+		return 0, ErrList
 	}
-	return w - s.spec.Capacity
+	return s.mem.Load64(s.spec.LowOffset(list))
 }
 
 func max64(a, b uint64) uint64 {
