@@ -28,6 +28,7 @@ type Client struct {
 	base  string // scheme://host[:port][/prefix], no trailing slash
 	hc    *http.Client
 	token string // bearer token; "" sends none
+	at    string // ?at= on every request (At); "" reads the live stores
 }
 
 // New returns a client of the API at baseURL (for example
@@ -87,6 +88,13 @@ func (c *Client) send(ctx context.Context, method, u string, body any) (*http.Re
 			return nil, err
 		}
 		rd = bytes.NewReader(b)
+	}
+	if c.at != "" {
+		sep := "?"
+		if strings.Contains(u, "?") {
+			sep = "&"
+		}
+		u += sep + "at=" + url.QueryEscape(c.at)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {

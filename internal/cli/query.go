@@ -23,6 +23,7 @@ import (
 type queryOptions struct {
 	server string
 	output string
+	at     string
 	queryAuth
 }
 
@@ -38,6 +39,9 @@ func (o *queryOptions) client() (*client.Client, error) {
 	c, err := client.New(o.server, nil, opts...)
 	if err != nil {
 		return nil, usageError("--server: %v", err)
+	}
+	if o.at != "" {
+		c = c.At(o.at)
 	}
 	return c, nil
 }
@@ -78,6 +82,10 @@ file holds the token; chmod 600) or the environment variable DTA_TOKEN. For a
 collector serving HTTPS give --server https://HOST:PORT and, unless its
 certificate is signed by a CA the system trusts, --ca-file CA.pem.
 
+--at EPOCH|TIME reads a past checkpoint instead of the live stores (a
+collector started with --data-dir keeps the last history ones; dta query
+epochs lists them).
+
 --store defaults to the subcommand's primitive name, which is the name of
 that primitive's default store in ` + "`dta up`" + `. -o json prints JSON for scripts
 (one object per line for several keys and for --follow).`,
@@ -88,6 +96,9 @@ that primitive's default store in ` + "`dta up`" + `. -o json prints JSON for sc
   dta query postcard --key 42 -o json
   dta query append --list 3
   dta query append --list 3 --follow
+  dta query epochs                          # checkpoints kept by a collector with --data-dir
+  dta query keywrite --key 1 --at 10:05     # the value as it was at 10:05 today
+  dta query append --list 3 --at 12         # the list as of epoch 12
   DTA_TOKEN=$(cat ~/.dta-token) dta query stores
   dta query stores --server https://collector:8040 --ca-file ca.pem --token-file ~/.dta-token`,
 		Args: cobra.NoArgs,
@@ -95,9 +106,11 @@ that primitive's default store in ` + "`dta up`" + `. -o json prints JSON for sc
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.server, "server", "http://127.0.0.1:8040", "query API base `URL` of the collector")
 	pf.StringVarP(&o.output, "output", "o", "table", "output `format`: table or json")
+	pf.StringVar(&o.at, "at", "", "read the stores as they were at an `EPOCH` number or TIME (RFC 3339, or HH:MM[:SS] today) of a collector with --data-dir (dta query epochs lists them)")
 	o.queryAuth.add(pf)
 	cmd.AddCommand(
 		newQueryStoresCmd(o),
+		newQueryEpochsCmd(o),
 		newQueryKeyWriteCmd(o),
 		newQueryKeyIncrementCmd(o),
 		newQueryPostcardCmd(o),
@@ -412,6 +425,9 @@ head. Entries overwritten before they could be read are reported as lost.`,
   dta query append --list 3 --cursor 1200 --limit 100 -o json
   dta query append --list 3 --wait 10s      # wait for the first new entry
   dta query append --list 3 --follow
+  dta query epochs                          # checkpoints kept by a collector with --data-dir
+  dta query keywrite --key 1 --at 10:05     # the value as it was at 10:05 today
+  dta query append --list 3 --at 12         # the list as of epoch 12
   dta query append --store events --list 0 --follow --cursor oldest -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -268,6 +268,23 @@ func buildDTA(t *testing.T) string {
 type process struct {
 	cmd    *exec.Cmd
 	stderr *syncBuffer
+	done   chan error // Wait's result, once
+	exited bool
+}
+
+// stop sends sig and waits for the process to exit, returning Wait's error.
+func (p *process) stop(t *testing.T, sig os.Signal) error {
+	t.Helper()
+	p.cmd.Process.Signal(sig)
+	select {
+	case err := <-p.done:
+		p.exited = true
+		return err
+	case <-time.After(15 * time.Second):
+		p.cmd.Process.Kill()
+		t.Fatalf("dta did not stop within 15 s after %v\n%s", sig, p.stderr)
+	}
+	return nil
 }
 
 // startProcess runs bin with args and returns the submatches of the first
@@ -275,7 +292,7 @@ type process struct {
 // and must exit 0.
 func startProcess(t *testing.T, bin string, ready *regexp.Regexp, args ...string) ([]string, *process) {
 	t.Helper()
-	p := &process{cmd: exec.Command(bin, args...), stderr: &syncBuffer{}}
+	p := &process{cmd: exec.Command(bin, args...), stderr: &syncBuffer{}, done: make(chan error, 1)}
 	p.cmd.Stderr = p.stderr
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -284,7 +301,7 @@ func startProcess(t *testing.T, bin string, ready *regexp.Regexp, args ...string
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
+	done := p.done
 	found := make(chan []string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -298,6 +315,9 @@ func startProcess(t *testing.T, bin string, ready *regexp.Regexp, args ...string
 		done <- p.cmd.Wait()
 	}()
 	t.Cleanup(func() {
+		if p.exited {
+			return
+		}
 		p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case err := <-done:
