@@ -75,6 +75,10 @@ type RatioRow struct {
 	DTAOfCeilingPerCore  *Stat `json:"dta_of_ceiling_per_cpu_second,omitempty"`
 	BaseOfCeiling        *Stat `json:"baseline_of_ceiling_accepted,omitempty"`
 	BaseOfCeilingPerCore *Stat `json:"baseline_of_ceiling_per_cpu_second,omitempty"`
+
+	// DTA with durable stores / DTA (Ratio), when it ran.
+	DurableOfDTA        *Stat `json:"durable_of_dta_accepted,omitempty"`
+	DurableOfDTAPerCore *Stat `json:"durable_of_dta_per_cpu_second,omitempty"`
 }
 
 // Combined summarises repeated benchmarks of the same configuration.
@@ -161,8 +165,12 @@ func Combine(reps []*Report) *Combined {
 			Accepted: of(func(r *Ratio) float64 { return r.Accepted }),
 			PerCore:  of(func(r *Ratio) float64 { return r.PerCore }),
 		}
+		ptr := func(s Stat) *Stat { return &s }
+		if q.DurableOfDTA != 0 {
+			row.DurableOfDTA = ptr(of(func(r *Ratio) float64 { return r.DurableOfDTA }))
+			row.DurableOfDTAPerCore = ptr(of(func(r *Ratio) float64 { return r.DurableOfDTAPerCore }))
+		}
 		if q.DTAOfCeiling != 0 {
-			ptr := func(s Stat) *Stat { return &s }
 			row.DTAOfCeiling = ptr(of(func(r *Ratio) float64 { return r.DTAOfCeiling }))
 			row.DTAOfCeilingPerCore = ptr(of(func(r *Ratio) float64 { return r.DTAOfCeilingPerCore }))
 			if q.BaseOfCeiling != 0 {
@@ -199,7 +207,7 @@ func (c *Combined) WriteTable(w io.Writer) error {
 	}
 	for i, x := range c.Rows {
 		ops := "-"
-		if x.Collector == DTA {
+		if x.Collector == DTA || x.Collector == DTADurable {
 			ops = fmt.Sprintf("%.3f", x.OpsPerReport.Median)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.3f\t%s\t%.2f\t%.2f\t%.3f\t%s\t%s\t%.4f\t%.1f\t",
@@ -224,7 +232,8 @@ func (c *Combined) WriteTable(w io.Writer) error {
 				return rangeOf(*s, 1, "%.2fx")
 			}
 			writeRatios(tw, remote, f(&q.Accepted), f(&q.PerCore), f(q.DTAOfCeiling), f(q.DTAOfCeilingPerCore),
-				f(q.BaseOfCeiling), f(q.BaseOfCeilingPerCore), ran[x.Primitive+" "+x.Mode+" "+Baseline], ran[x.Primitive+" "+x.Mode+" "+ReceiveOnly] && q.DTAOfCeiling != nil)
+				f(q.BaseOfCeiling), f(q.BaseOfCeilingPerCore), ran[x.Primitive+" "+x.Mode+" "+Baseline], ran[x.Primitive+" "+x.Mode+" "+ReceiveOnly] && q.DTAOfCeiling != nil,
+				f(q.DurableOfDTA), f(q.DurableOfDTAPerCore), ran[x.Primitive+" "+x.Mode+" "+DTADurable] && q.DurableOfDTA != nil)
 		}
 	}
 	return tw.Flush()

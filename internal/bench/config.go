@@ -107,6 +107,12 @@ type Config struct {
 	Region     region.Config // page backing and pre-faulting of the stores (Size unused)
 	RecvBuffer int           // SO_RCVBUF of each reading socket, bytes
 
+	// DataDir, if set, adds a run of DTA with durable stores (DTADurable)
+	// after the others: checkpoints every CheckpointInterval into a new
+	// directory under DataDir, removed after the run.
+	DataDir            string
+	CheckpointInterval time.Duration
+
 	// SinkName names the sink in results. NewSink, if set, returns the sink
 	// each DTA run's translator writes to instead of the run's catalogue
 	// local (NewRoCESink: over RoCEv2 into a software RDMA responder serving

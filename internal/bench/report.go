@@ -41,7 +41,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	for i, x := range r.Results {
 		ops := "-"
-		if x.Collector == DTA {
+		if x.Collector == DTA || x.Collector == DTADurable {
 			ops = fmt.Sprintf("%.3f", x.OpsPerReport)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.3f\t%.3f\t%.2f\t%.2f\t%.3f\t%.2f\t%s\t%.4f\t%.1f\t",
@@ -61,7 +61,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if q, ok := ratios[x.Primitive+" "+x.Mode]; ok && last {
 			f := func(v float64) string { return fmt.Sprintf("%.2fx", v) }
 			writeRatios(tw, remote, f(q.Accepted), f(q.PerCore), f(q.DTAOfCeiling), f(q.DTAOfCeilingPerCore),
-				f(q.BaseOfCeiling), f(q.BaseOfCeilingPerCore), ran[x.Primitive+" "+x.Mode+" "+Baseline], ran[x.Primitive+" "+x.Mode+" "+ReceiveOnly])
+				f(q.BaseOfCeiling), f(q.BaseOfCeilingPerCore), ran[x.Primitive+" "+x.Mode+" "+Baseline], ran[x.Primitive+" "+x.Mode+" "+ReceiveOnly],
+				f(q.DurableOfDTA), f(q.DurableOfDTAPerCore), ran[x.Primitive+" "+x.Mode+" "+DTADurable])
 		}
 	}
 	return tw.Flush()
@@ -70,7 +71,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 // writeRatios writes the ratio lines after a primitive and mode's runs:
 // DTA/baseline if the baseline ran, and the fractions of the receive-only
 // ceiling if it ran (the accepted rate and reports per CPU second of each).
-func writeRatios(w io.Writer, remote bool, acc, core, dAcc, dCore, bAcc, bCore string, base, ceil bool) {
+func writeRatios(w io.Writer, remote bool, acc, core, dAcc, dCore, bAcc, bCore string, base, ceil bool, durAcc, durCore string, dur bool) {
 	line := func(name, a, c string) {
 		fmt.Fprintf(w, "\t\t\t%s\t\t%s\t\t\t\t%s\t\t\t\t%s\n", name, a, c, remoteGap(remote))
 	}
@@ -82,6 +83,9 @@ func writeRatios(w io.Writer, remote bool, acc, core, dAcc, dCore, bAcc, bCore s
 		if base {
 			line("baseline/receive-only", bAcc, bCore)
 		}
+	}
+	if dur {
+		line("DTA+durable/DTA", durAcc, durCore)
 	}
 }
 

@@ -21,6 +21,9 @@ import (
 // Collector names in results.
 const (
 	DTA      = "dta"
+	// DTADurable is DTA with durable stores: checkpoints written into
+	// Config.DataDir every Config.CheckpointInterval while it runs.
+	DTADurable = "dta+durable"
 	Baseline = "baseline"
 	// ReceiveOnly is the run's ingest ceiling: the same sockets and reads
 	// (recvmmsg or one read per datagram) as the two collectors, and nothing
@@ -61,6 +64,9 @@ type Result struct {
 	DatagramsPerRead float64 `json:"datagrams_per_read"`
 	RSS              uint64  `json:"rss_bytes"`
 	RegionBytes      uint64  `json:"region_bytes"`      // store regions mapped (pre-faulted)
+	Checkpoints      uint64  `json:"checkpoints,omitempty"`      // DTADurable: checkpoints written in the run
+	CheckpointBytes  uint64  `json:"checkpoint_bytes,omitempty"` // bytes they wrote
+	CheckpointLastS  float64 `json:"checkpoint_last_seconds,omitempty"`
 	Backing          string  `json:"region_backing"`    // pages the regions got: 4k, thp or hugetlb
 	PoolBytes        uint64  `json:"sender_pool_bytes"` // the senders' datagram pool
 	RSSBeyond        int64   `json:"rss_beyond_regions_bytes"`
@@ -108,6 +114,11 @@ type Ratio struct {
 	DTAOfCeilingPerCore  float64 `json:"dta_of_ceiling_per_cpu_second,omitempty"`
 	BaseOfCeiling        float64 `json:"baseline_of_ceiling_accepted,omitempty"`
 	BaseOfCeilingPerCore float64 `json:"baseline_of_ceiling_per_cpu_second,omitempty"`
+
+	// Durable stores: DTADurable's accepted rate and reports per CPU second
+	// / DTA's, in the same run.
+	DurableOfDTA        float64 `json:"durable_of_dta_accepted,omitempty"`
+	DurableOfDTAPerCore float64 `json:"durable_of_dta_per_cpu_second,omitempty"`
 }
 
 // Report is a whole benchmark.
@@ -144,13 +155,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Rate: cfg.Rate, Keys: cfg.Keys, Memory: cfg.Memory, Hash: cfg.Hash.String(),
 		HugePages: cfg.Region.HugePages.String(), Prefault: cfg.Region.Prefault, RecvBuffer: cfg.RecvBuffer,
 	}}
-	total := len(cfg.Primitives) * len(cfg.Modes)
-	switch {
-	case cfg.Baseline && cfg.Ceiling:
-		total *= 3
-	case cfg.Baseline || cfg.Ceiling:
-		total *= 2
+	collectors := 1
+	for _, on := range []bool{cfg.Baseline, cfg.Ceiling, cfg.DataDir != ""} {
+		if on {
+			collectors++
+		}
 	}
+	total := len(cfg.Primitives) * len(cfg.Modes) * collectors
 	b := &bench{cfg: cfg, total: total}
 	for _, p := range cfg.Primitives {
 		if err := b.primitive(ctx, p, rep); err != nil {
@@ -193,9 +204,9 @@ func (b *bench) primitive(ctx context.Context, p dta.Primitive, rep *Report) err
 		if err != nil {
 			return err
 		}
-		var runs [3]*Result // DTA, baseline, receive-only
-		for i, name := range []string{DTA, Baseline, ReceiveOnly} {
-			if name == Baseline && !b.cfg.Baseline || name == ReceiveOnly && !b.cfg.Ceiling {
+		var runs [4]*Result // DTA, baseline, receive-only, DTA with durable stores
+		for i, name := range []string{DTA, Baseline, ReceiveOnly, DTADurable} {
+			if name == Baseline && !b.cfg.Baseline || name == ReceiveOnly && !b.cfg.Ceiling || name == DTADurable && b.cfg.DataDir == "" {
 				continue
 			}
 			r, err := b.run(ctx, name, m, w, cat)
@@ -217,12 +228,15 @@ func (b *bench) primitive(ctx context.Context, p dta.Primitive, rep *Report) err
 // ratios compares the runs of one primitive and mode (DTA, baseline,
 // receive-only; nil where not run): ok is false when DTA has nothing to be
 // compared with.
-func ratios(p dta.Primitive, m Mode, runs [3]*Result) (q Ratio, ok bool) {
-	d, base, ceil := runs[0], runs[1], runs[2]
-	if d == nil || base == nil && ceil == nil {
+func ratios(p dta.Primitive, m Mode, runs [4]*Result) (q Ratio, ok bool) {
+	d, base, ceil, dur := runs[0], runs[1], runs[2], runs[3]
+	if d == nil || base == nil && ceil == nil && dur == nil {
 		return Ratio{}, false
 	}
 	q = Ratio{Primitive: p.String(), Mode: m.String()}
+	if dur != nil {
+		q.DurableOfDTA, q.DurableOfDTAPerCore = ratio(dur.Accepted, d.Accepted), ratio(dur.PerCore, d.PerCore)
+	}
 	if base != nil {
 		q.Accepted, q.PerCore = ratio(d.Accepted, base.Accepted), ratio(d.PerCore, base.PerCore)
 	}
@@ -284,6 +298,9 @@ func (b *bench) newCollector(name string, m Mode, cat *store.Catalog, per int) (
 			return nil, err
 		}
 		return baselineCollector{c}, nil
+	}
+	if name == DTADurable {
+		return b.newDurableCollector(m, cat)
 	}
 	var sink memop.Sink = cat
 	var remote Sink
@@ -525,6 +542,9 @@ func (b *bench) run(ctx context.Context, name string, m Mode, w *Workload, cat *
 	if name == DTA {
 		res.Sink = b.cfg.SinkName
 	}
+	if dc, ok := c.(*durableCollector); ok {
+		defer dc.result(res)
+	}
 	for _, s := range cat.Stores() {
 		res.RegionBytes += s.Region.Size()
 		res.Backing = s.Region.Backing()
@@ -571,7 +591,7 @@ func (b *bench) run(ctx context.Context, name string, m Mode, w *Workload, cat *
 	if stWin > 0 {
 		res.CPUPerMillion = cpu.Seconds() / float64(stWin) * 1e6
 		res.AllocsPerReport = float64(s1.rt.allocs-s0.rt.allocs) / float64(stWin)
-		if name == DTA {
+		if name == DTA || name == DTADurable {
 			res.OpsPerReport = float64(s1.ops-s0.ops) / float64(stWin)
 			res.BytesPerReport = float64(s1.bytes-s0.bytes) / float64(stWin)
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -70,6 +71,11 @@ and values; Key-Write and Key-Increment N = 2, 5-hop postcard paths, Append
 batches of 16) over --keys flows. Modes: single or multi (as many reports
 as fit 1472 bytes, or multiN), then /recvmmsg or /read.
 
+--data-dir DIR adds, after the others, a run of DTA with durable stores
+(dta+durable): the same translator and stores, with checkpoints written to a
+new directory under DIR every --checkpoint-interval while it runs; the
+DTA+durable/DTA line gives the cost of durability in the same run.
+
 --sink roce puts RoCEv2 between the translator and the stores, as dta
 translator and dta collector do across machines: each DTA run starts a
 software RDMA responder on 127.0.0.1 serving the stores (memory regions and
@@ -106,6 +112,8 @@ A progress line goes to stderr every second (-q silences it).`,
 	fl.StringSliceVar(&o.modes, "mode", []string{"single/recvmmsg", "multi/recvmmsg", "single/read", "multi/read"}, "modes: single|multi|multiN, then /recvmmsg or /read")
 	fl.BoolVar(&o.baseline, "baseline", true, "also measure the baseline CPU collector")
 	fl.BoolVar(&o.ceiling, "ceiling", true, "also measure a receive-only collector (the same sockets and reads, nothing else): the run's ceiling")
+	fl.StringVar(&d.DataDir, "data-dir", "", "also measure DTA with durable stores (dta+durable): checkpoints into a new directory under `DIR` while it runs, removed after each run")
+	fl.DurationVar(&d.CheckpointInterval, "checkpoint-interval", 10*time.Second, "with --data-dir: the checkpoint interval of the dta+durable runs")
 	fl.IntVar(&o.repeat, "repeat", 1, "run everything `R` times (1-9) and print medians and ranges")
 	fl.DurationVar(&d.Duration, "duration", d.Duration, "measured window of each run (at most 60s)")
 	fl.DurationVar(&d.Warmup, "warmup", d.Warmup, "sending before each window opens (at most 10s)")

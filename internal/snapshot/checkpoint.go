@@ -57,6 +57,7 @@ func (d *Durable) Checkpoint() (Epoch, error) {
 	d.stats.LastTime.Store(e.Time.UnixNano())
 	d.stats.LastDuration.Store(int64(time.Since(start)))
 	d.stats.LastBytes.Store(uint64(e.Bytes))
+	d.stats.BytesWritten.Add(uint64(e.Bytes))
 	d.retain(time.Now())
 	d.logger.Debug("checkpoint written", "epoch", e.Epoch, "full", e.Full(), "bytes", e.Bytes, "elapsed", time.Since(start))
 	return e, nil

@@ -24,6 +24,7 @@ type Stats struct {
 	LastTime           atomic.Int64  // Unix ns when the newest checkpoint began
 	LastDuration       atomic.Int64  // ns the newest checkpoint took
 	LastBytes          atomic.Uint64 // bytes of the newest checkpoint file
+	BytesWritten       atomic.Uint64 // bytes of every checkpoint file written
 	DiskBytes          atomic.Uint64 // bytes of all checkpoint files kept
 	Files              atomic.Uint64 // checkpoint files kept
 	Epochs             atomic.Uint64 // epochs queryable
