@@ -33,6 +33,7 @@ func TestLayering(t *testing.T) {
 		{pkg: "internal/primitive/appendlist", deny: []string{"net", "os", "flag", "log/slog", "github.com/spf13/cobra"}},
 		{pkg: "internal/translator", deny: []string{"net", "net/http", "flag", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus"}},
 		{pkg: "internal/store", deny: []string{"net", "net/http", "flag", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus"}},
+		{pkg: "internal/snapshot", deny: []string{"net", "net/http", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus", mod + "internal/translator", mod + "internal/query"}},
 		{pkg: "internal/query", deny: []string{"flag", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus"}},
 		{pkg: "internal/web", stdOnly: true}, // serves its embedded assets; the page reads the public API only
 		{pkg: "client", deny: []string{mod + "internal/", "github.com/spf13/cobra"}},

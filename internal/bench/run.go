@@ -20,11 +20,11 @@ import (
 
 // Collector names in results.
 const (
-	DTA      = "dta"
+	DTA = "dta"
 	// DTADurable is DTA with durable stores: checkpoints written into
 	// Config.DataDir every Config.CheckpointInterval while it runs.
 	DTADurable = "dta+durable"
-	Baseline = "baseline"
+	Baseline   = "baseline"
 	// ReceiveOnly is the run's ingest ceiling: the same sockets and reads
 	// (recvmmsg or one read per datagram) as the two collectors, and nothing
 	// done with the datagrams but counting them.
@@ -63,7 +63,7 @@ type Result struct {
 
 	DatagramsPerRead float64 `json:"datagrams_per_read"`
 	RSS              uint64  `json:"rss_bytes"`
-	RegionBytes      uint64  `json:"region_bytes"`      // store regions mapped (pre-faulted)
+	RegionBytes      uint64  `json:"region_bytes"`               // store regions mapped (pre-faulted)
 	Checkpoints      uint64  `json:"checkpoints,omitempty"`      // DTADurable: checkpoints written in the run
 	CheckpointBytes  uint64  `json:"checkpoint_bytes,omitempty"` // bytes they wrote
 	CheckpointLastS  float64 `json:"checkpoint_last_seconds,omitempty"`

@@ -15,7 +15,7 @@ type Snapshot struct {
 var (
 	snCheckpoints = desc("snapshot_checkpoints_total", "Checkpoints written, by kind (full, delta).", "kind")
 	snFailures    = desc("snapshot_checkpoint_failures_total", "Checkpoints that failed (the next one copies what they should have).")
-	snLastTime    = desc("snapshot_last_checkpoint_timestamp_seconds", "When the newest checkpoint began, Unix time: every write before it is on disk.")
+	snLastTime    = desc("snapshot_last_checkpoint_timestamp_seconds", "When the newest checkpoint began, Unix time: every write before it is on disk (at start: the restored checkpoint's, or the start if none).")
 	snLastDur     = desc("snapshot_last_checkpoint_duration_seconds", "How long the newest checkpoint took.")
 	snLastBytes   = desc("snapshot_last_checkpoint_bytes", "Bytes of the newest checkpoint file.")
 	snDisk        = desc("snapshot_disk_bytes", "Bytes of the checkpoint files kept in the data directory.")
@@ -44,9 +44,7 @@ func (c Snapshot) Collect(ch chan<- prometheus.Metric) {
 	counter(ch, snCheckpoints, full, "full")
 	counter(ch, snCheckpoints, all-full, "delta")
 	counter(ch, snFailures, s.CheckpointFailures.Load())
-	if t := s.LastTime.Load(); t != 0 {
-		gauge(ch, snLastTime, float64(t)/1e9)
-	}
+	gauge(ch, snLastTime, float64(s.LastTime.Load())/1e9)
 	gauge(ch, snLastDur, float64(s.LastDuration.Load())/1e9)
 	gauge(ch, snLastBytes, float64(s.LastBytes.Load()))
 	gauge(ch, snDisk, float64(s.DiskBytes.Load()))

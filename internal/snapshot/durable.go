@@ -21,7 +21,7 @@ type Stats struct {
 	Checkpoints        atomic.Uint64 // written
 	CheckpointFailures atomic.Uint64
 	FullCheckpoints    atomic.Uint64
-	LastTime           atomic.Int64  // Unix ns when the newest checkpoint began
+	LastTime           atomic.Int64  // Unix ns when the newest checkpoint began (at Open: the restored one's, or Open's)
 	LastDuration       atomic.Int64  // ns the newest checkpoint took
 	LastBytes          atomic.Uint64 // bytes of the newest checkpoint file
 	BytesWritten       atomic.Uint64 // bytes of every checkpoint file written
@@ -109,6 +109,10 @@ func Open(cat *store.Catalog, cfg Config, logger *slog.Logger) (*Durable, error)
 		return nil, err
 	}
 	d.stats.RestoreDuration.Store(int64(time.Since(start)))
+	d.stats.LastTime.Store(start.UnixNano()) // nothing written since start is on disk yet
+	if e, ok := d.epoch(d.parent); ok {
+		d.stats.LastTime.Store(e.Time.UnixNano())
+	}
 	for _, s := range cat.Stores() {
 		t, err := s.Region.Track(cfg.BlockSize)
 		if err != nil {
