@@ -21,6 +21,8 @@ func TestLayering(t *testing.T) {
 		{pkg: "internal/hashing", stdOnly: true},
 		{pkg: "internal/memop", stdOnly: true},
 		{pkg: "partition", stdOnly: true},
+		{pkg: "wire/intreport", stdOnly: true},
+		{pkg: "internal/intmap", deny: []string{"net", "os", "flag", "log/slog", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus", mod + "internal/translator"}},
 		{pkg: "internal/wire/roce", stdOnly: true},
 		{pkg: "internal/admit", stdOnly: true},
 		{pkg: "internal/httpguard", deny: []string{mod + "internal/query", mod + "internal/store", mod + "internal/config", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus"}},

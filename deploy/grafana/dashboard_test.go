@@ -290,7 +290,7 @@ func TestDashboardIsAWellFormedGrafanaDashboard(t *testing.T) {
 // the error counters exist, and returns what /metrics declares.
 func scrapeUp(t *testing.T) exported {
 	t.Helper()
-	_, url := clitest.Up(t, 4, "--sink", "roce", "--demo", "--data-dir", t.TempDir())
+	_, url := clitest.Up(t, 4, "--sink", "roce", "--demo", "--data-dir", t.TempDir(), "--int-listen", "127.0.0.1:0")
 	get := func(path string) string {
 		resp, err := http.Get(url + path)
 		if err != nil {
@@ -338,7 +338,7 @@ func TestEveryMetricTheDashboardUsesIsExported(t *testing.T) {
 	exprs := expressions(t, d)
 	x := scrapeUp(t)
 	for _, m := range missing(t, exprs, x) {
-		t.Errorf("the dashboard uses %s, which dta up --sink roce --data-dir does not export", m)
+		t.Errorf("the dashboard uses %s, which dta up --sink roce --data-dir --int-listen does not export", m)
 	}
 	// And the other way: every dta metric has a panel, so that a new metric
 	// is not forgotten.

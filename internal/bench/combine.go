@@ -79,6 +79,9 @@ type RatioRow struct {
 	// DTA with durable stores / DTA (Ratio), when it ran.
 	DurableOfDTA        *Stat `json:"durable_of_dta_accepted,omitempty"`
 	DurableOfDTAPerCore *Stat `json:"durable_of_dta_per_cpu_second,omitempty"`
+	// INT input / native reports (Ratio), when it ran.
+	INTOfNative        *Stat `json:"int_of_native_accepted,omitempty"`
+	INTOfNativePerCore *Stat `json:"int_of_native_per_cpu_second,omitempty"`
 }
 
 // Combined summarises repeated benchmarks of the same configuration.
@@ -166,6 +169,10 @@ func Combine(reps []*Report) *Combined {
 			PerCore:  of(func(r *Ratio) float64 { return r.PerCore }),
 		}
 		ptr := func(s Stat) *Stat { return &s }
+		if q.INTOfNative != 0 {
+			row.INTOfNative = ptr(of(func(r *Ratio) float64 { return r.INTOfNative }))
+			row.INTOfNativePerCore = ptr(of(func(r *Ratio) float64 { return r.INTOfNativePerCore }))
+		}
 		if q.DurableOfDTA != 0 {
 			row.DurableOfDTA = ptr(of(func(r *Ratio) float64 { return r.DurableOfDTA }))
 			row.DurableOfDTAPerCore = ptr(of(func(r *Ratio) float64 { return r.DurableOfDTAPerCore }))
@@ -207,7 +214,7 @@ func (c *Combined) WriteTable(w io.Writer) error {
 	}
 	for i, x := range c.Rows {
 		ops := "-"
-		if x.Collector == DTA || x.Collector == DTADurable {
+		if x.OpsPerReport.Median != 0 {
 			ops = fmt.Sprintf("%.3f", x.OpsPerReport.Median)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.3f\t%s\t%.2f\t%.2f\t%.3f\t%s\t%s\t%.4f\t%.1f\t",
@@ -234,6 +241,9 @@ func (c *Combined) WriteTable(w io.Writer) error {
 			writeRatios(tw, remote, f(&q.Accepted), f(&q.PerCore), f(q.DTAOfCeiling), f(q.DTAOfCeilingPerCore),
 				f(q.BaseOfCeiling), f(q.BaseOfCeilingPerCore), ran[x.Primitive+" "+x.Mode+" "+Baseline], ran[x.Primitive+" "+x.Mode+" "+ReceiveOnly] && q.DTAOfCeiling != nil,
 				f(q.DurableOfDTA), f(q.DurableOfDTAPerCore), ran[x.Primitive+" "+x.Mode+" "+DTADurable] && q.DurableOfDTA != nil)
+			if q.INTOfNative != nil {
+				fmt.Fprintf(tw, "\t\t\t%s\t\t%s\t\t\t\t%s\t\t\t\t%s\n", "INT/native", f(q.INTOfNative), f(q.INTOfNativePerCore), remoteGap(remote))
+			}
 		}
 	}
 	return tw.Flush()

@@ -113,6 +113,11 @@ type Config struct {
 	DataDir            string
 	CheckpointInterval time.Duration
 
+	// INT adds, after the others, the INT input measured against native
+	// reports in the same run, in the single-report modes (INTNative,
+	// INTInput).
+	INT bool
+
 	// SinkName names the sink in results. NewSink, if set, returns the sink
 	// each DTA run's translator writes to instead of the run's catalogue
 	// local (NewRoCESink: over RoCEv2 into a software RDMA responder serving

@@ -41,7 +41,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	for i, x := range r.Results {
 		ops := "-"
-		if x.Collector == DTA || x.Collector == DTADurable {
+		if x.OpsPerReport != 0 {
 			ops = fmt.Sprintf("%.3f", x.OpsPerReport)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.3f\t%.3f\t%.2f\t%.2f\t%.3f\t%.2f\t%s\t%.4f\t%.1f\t",
@@ -63,6 +63,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 			writeRatios(tw, remote, f(q.Accepted), f(q.PerCore), f(q.DTAOfCeiling), f(q.DTAOfCeilingPerCore),
 				f(q.BaseOfCeiling), f(q.BaseOfCeilingPerCore), ran[x.Primitive+" "+x.Mode+" "+Baseline], ran[x.Primitive+" "+x.Mode+" "+ReceiveOnly],
 				f(q.DurableOfDTA), f(q.DurableOfDTAPerCore), ran[x.Primitive+" "+x.Mode+" "+DTADurable])
+			if q.INTOfNative != 0 {
+				fmt.Fprintf(tw, "\t\t\t%s\t\t%s\t\t\t\t%s\t\t\t\t%s\n", "INT/native", f(q.INTOfNative), f(q.INTOfNativePerCore), remoteGap(remote))
+			}
 		}
 	}
 	return tw.Flush()

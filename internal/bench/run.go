@@ -119,6 +119,11 @@ type Ratio struct {
 	// / DTA's, in the same run.
 	DurableOfDTA        float64 `json:"durable_of_dta_accepted,omitempty"`
 	DurableOfDTAPerCore float64 `json:"durable_of_dta_per_cpu_second,omitempty"`
+
+	// INT input: INT-MD reports / the native path reports they carry, in
+	// the same run (Config.INT).
+	INTOfNative        float64 `json:"int_of_native_accepted,omitempty"`
+	INTOfNativePerCore float64 `json:"int_of_native_per_cpu_second,omitempty"`
 }
 
 // Report is a whole benchmark.
@@ -162,9 +167,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	total := len(cfg.Primitives) * len(cfg.Modes) * collectors
+	if cfg.INT {
+		for _, m := range cfg.Modes {
+			if m.PerDatagram == 1 {
+				total += 2
+			}
+		}
+	}
 	b := &bench{cfg: cfg, total: total}
 	for _, p := range cfg.Primitives {
 		if err := b.primitive(ctx, p, rep); err != nil {
+			return rep, err
+		}
+	}
+	if cfg.INT {
+		if err := b.intRuns(ctx, rep); err != nil {
 			return rep, err
 		}
 	}
@@ -301,6 +318,9 @@ func (b *bench) newCollector(name string, m Mode, cat *store.Catalog, per int) (
 	}
 	if name == DTADurable {
 		return b.newDurableCollector(m, cat)
+	}
+	if name == INTInput {
+		return newINTCollector(b.udpConfig(m), cat)
 	}
 	var sink memop.Sink = cat
 	var remote Sink
@@ -591,7 +611,7 @@ func (b *bench) run(ctx context.Context, name string, m Mode, w *Workload, cat *
 	if stWin > 0 {
 		res.CPUPerMillion = cpu.Seconds() / float64(stWin) * 1e6
 		res.AllocsPerReport = float64(s1.rt.allocs-s0.rt.allocs) / float64(stWin)
-		if name == DTA || name == DTADurable {
+		if name == DTA || name == DTADurable || name == INTNative || name == INTInput {
 			res.OpsPerReport = float64(s1.ops-s0.ops) / float64(stWin)
 			res.BytesPerReport = float64(s1.bytes-s0.bytes) / float64(stWin)
 		}

@@ -76,6 +76,11 @@ as fit 1472 bytes, or multiN), then /recvmmsg or /read.
 new directory under DIR every --checkpoint-interval while it runs; the
 DTA+durable/DTA line gives the cost of durability in the same run.
 
+--int adds, in the single-report modes, the INT input: DTA fed P4.org INT-MD
+telemetry reports (dta-int: each maps to a path and hop counters) against DTA
+fed the native path reports they carry (dta-native: 20-byte Key-Write), same
+flows, same stores; the INT/native line compares reports per CPU second.
+
 --sink roce puts RoCEv2 between the translator and the stores, as dta
 translator and dta collector do across machines: each DTA run starts a
 software RDMA responder on 127.0.0.1 serving the stores (memory regions and
@@ -114,6 +119,7 @@ A progress line goes to stderr every second (-q silences it).`,
 	fl.BoolVar(&o.ceiling, "ceiling", true, "also measure a receive-only collector (the same sockets and reads, nothing else): the run's ceiling")
 	fl.StringVar(&d.DataDir, "data-dir", "", "also measure DTA with durable stores (dta+durable): checkpoints into a new directory under `DIR` while it runs, removed after each run")
 	fl.DurationVar(&d.CheckpointInterval, "checkpoint-interval", 10*time.Second, "with --data-dir: the checkpoint interval of the dta+durable runs")
+	fl.BoolVar(&d.INT, "int", false, "also measure the INT input (P4.org INT-MD reports) against the native path reports they carry, in the single-report modes")
 	fl.IntVar(&o.repeat, "repeat", 1, "run everything `R` times (1-9) and print medians and ranges")
 	fl.DurationVar(&d.Duration, "duration", d.Duration, "measured window of each run (at most 60s)")
 	fl.DurationVar(&d.Warmup, "warmup", d.Warmup, "sending before each window opens (at most 10s)")

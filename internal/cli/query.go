@@ -111,6 +111,7 @@ that primitive's default store in ` + "`dta up`" + `. -o json prints JSON for sc
 	cmd.AddCommand(
 		newQueryStoresCmd(o),
 		newQueryEpochsCmd(o),
+		newQueryINTCmd(o),
 		newQueryKeyWriteCmd(o),
 		newQueryKeyIncrementCmd(o),
 		newQueryPostcardCmd(o),
@@ -425,9 +426,7 @@ head. Entries overwritten before they could be read are reported as lost.`,
   dta query append --list 3 --cursor 1200 --limit 100 -o json
   dta query append --list 3 --wait 10s      # wait for the first new entry
   dta query append --list 3 --follow
-  dta query epochs                          # checkpoints kept by a collector with --data-dir
-  dta query keywrite --key 1 --at 10:05     # the value as it was at 10:05 today
-  dta query append --list 3 --at 12         # the list as of epoch 12
+  dta query append --list 3 --cursor 0 --at 12   # the list as of epoch 12
   dta query append --store events --list 0 --follow --cursor oldest -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

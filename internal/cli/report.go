@@ -54,6 +54,7 @@ one primitive per subcommand, or generates realistic telemetry streams (gen).
 		newReportAppendCmd(),
 		newReportPostcardCmd(),
 		newReportGenCmd(),
+		newReportINTCmd(),
 	)
 	return cmd
 }

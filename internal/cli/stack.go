@@ -11,6 +11,7 @@ import (
 	"github.com/dta-go/dta/internal/admit"
 	"github.com/dta-go/dta/internal/config"
 	"github.com/dta-go/dta/internal/ingest"
+	"github.com/dta-go/dta/internal/intmap"
 	"github.com/dta-go/dta/internal/memop"
 	"github.com/dta-go/dta/internal/metrics"
 	"github.com/dta-go/dta/internal/store"
@@ -42,6 +43,9 @@ func newTranslatorStack(f *config.File, descs []store.Descriptor, sink memop.Sin
 	}
 	ic := f.IngestConfig()
 	ic.Gate = gate
+	if ic.INT, err = f.INTIngest(descs); err != nil {
+		return nil, err
+	}
 	in, err := ingest.New(ic, tr, logger)
 	if err != nil {
 		return nil, err
@@ -51,7 +55,15 @@ func newTranslatorStack(f *config.File, descs []store.Descriptor, sink memop.Sin
 
 // metrics returns the translator's Prometheus collector.
 func (s *translatorStack) metrics() metrics.Translator {
-	return metrics.Translator{T: s.tr, Listener: s.in.Listener()}
+	return metrics.Translator{T: s.tr, Listener: s.in.Listener(), INT: s.in.INTListener(), Mapper: s.intMapper()}
+}
+
+// intMapper is the INT input's mapper, or nil.
+func (s *translatorStack) intMapper() *intmap.Mapper {
+	if s.in.INTListener() == nil {
+		return nil
+	}
+	return s.in.INTMapper()
 }
 
 // resumeAppendHeads sets every Append list's head to where the stores behind

@@ -24,7 +24,7 @@ import (
 )
 
 func newTranslatorCmd() *cobra.Command {
-	var configPath, collectorAddr, listen, httpAddr, rdmaLocal string
+	var configPath, collectorAddr, listen, httpAddr, rdmaLocal, intListen string
 	var sec securityFlags
 	cmd := &cobra.Command{
 		Use:   "translator",
@@ -51,6 +51,9 @@ metrics server. SIGHUP reloads them without a restart (docs/OPERATIONS.md,
 				if cmd.Flags().Changed("collector") {
 					f.Translator.Collector = collectorAddr
 				}
+				if cmd.Flags().Changed("int-listen") {
+					f.Translator.INTListen = intListen
+				}
 				if cmd.Flags().Changed("listen") {
 					f.Translator.Listen = listen
 				}
@@ -76,6 +79,7 @@ metrics server. SIGHUP reloads them without a restart (docs/OPERATIONS.md,
 	fl.StringVarP(&configPath, "config", "c", "", "YAML configuration file (default: the embedded defaults)")
 	fl.StringVar(&collectorAddr, "collector", "", "the collector's RoCEv2 address IP:PORT (overrides translator.collector)")
 	fl.StringVar(&listen, "listen", ":40040", "UDP address for DTA reports (overrides translator.listen)")
+	fl.StringVar(&intListen, "int-listen", "", "also receive P4.org INT telemetry reports on this UDP `address` (overrides translator.int_listen)")
 	fl.StringVar(&httpAddr, "http", ":8041", "HTTP address for /metrics and /healthz (overrides translator.http)")
 	fl.StringVar(&rdmaLocal, "rdma-local", "", "UDP address the RoCEv2 requester sends from, e.g. IP:4791 as RDMA NICs do (overrides translator.rdma_local; default: any port)")
 	sec.add(fl)
@@ -154,6 +158,9 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 	g.run("reload", func(ctx context.Context) error { return rl.run(ctx, hup) })
 	fmt.Fprintf(out, "dta translator: reports on udp %s, RoCEv2 to %s (%d stores), metrics on %s://%s\n",
 		st.in.LocalAddr(), f.Translator.Collector, len(up.Descriptors()), scheme(guard), ln.Addr())
+	if a := st.in.INTAddr(); a.IsValid() {
+		fmt.Fprintf(out, "dta translator: INT telemetry reports on udp %s\n", a)
+	}
 	g.run("translator", st.in.Run)
 	<-g.ctx.Done()
 	st.in.Close()

@@ -32,6 +32,7 @@ type upOptions struct {
 	rdma        string
 	rdmaChanged bool
 	dataDir     string
+	intListen   string
 }
 
 func newUpCmd() *cobra.Command {
@@ -78,6 +79,9 @@ refused with an error and the old settings stay.`,
 				if cmd.Flags().Changed("data-dir") {
 					f.Collector.DataDir = o.dataDir
 				}
+				if cmd.Flags().Changed("int-listen") {
+					f.Translator.INTListen = o.intListen
+				}
 				if cmd.Flags().Changed("sink") {
 					f.Translator.Sink = o.sink
 				}
@@ -111,6 +115,7 @@ refused with an error and the old settings stay.`,
 	fl.BoolVar(&o.printConfig, "print-config", false, "print the effective configuration as YAML and exit")
 	fl.StringVar(&o.sink, "sink", "local", "how the translator reaches the stores: local (in-process) or roce (RoCEv2 over UDP, both halves in this process)")
 	fl.StringVar(&o.rdma, "rdma", "127.0.0.1:0", "with --sink roce: the responder's UDP address (default: a free loopback port)")
+	fl.StringVar(&o.intListen, "int-listen", "", "also receive P4.org INT telemetry reports on this UDP `address` (overrides translator.int_listen)")
 	fl.StringVar(&o.dataDir, "data-dir", "", "keep the stores in this directory: checkpoints while running, restored at start (overrides collector.data_dir)")
 	fl.BoolVar(&o.demo, "demo", false, "also run a built-in reporter sending reports of every primitive")
 	fl.Float64Var(&o.demoRate, "demo-rate", 200, "reports per second of the --demo reporter")
@@ -231,8 +236,12 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 		return err
 	}
 	g.run("reload", func(ctx context.Context) error { return rl.run(ctx, o.hup) })
-	fmt.Fprintf(out, "dta up: reports on udp %s, queries on %s://%s (metrics /metrics, health /healthz), sink %s\n",
-		st.in.LocalAddr(), scheme(col.Guard()), col.HTTPAddr(), f.Translator.Sink)
+	intLine := ""
+	if a := st.in.INTAddr(); a.IsValid() {
+		intLine = fmt.Sprintf(", INT telemetry reports on udp %s", a)
+	}
+	fmt.Fprintf(out, "dta up: reports on udp %s, queries on %s://%s (metrics /metrics, health /healthz), sink %s%s\n",
+		st.in.LocalAddr(), scheme(col.Guard()), col.HTTPAddr(), f.Translator.Sink, intLine)
 	fmt.Fprintf(out, "try:    dta report keywrite --key 1 --value 42 && dta query keywrite --key 1\n")
 	g.run("translator", st.in.Run)
 	if o.demo {

@@ -40,6 +40,7 @@ type File struct {
 	Collector  Collector      `yaml:"collector"`
 	Translator Translator     `yaml:"translator"`
 	HTTP       HTTP           `yaml:"http"`
+	INT        INT            `yaml:"int"`
 	Stores     []store.Config `yaml:"stores"`
 }
 
@@ -78,6 +79,7 @@ type Translator struct {
 	MaxReporters     int            `yaml:"max_reporters"`
 
 	TranslatorGuard `yaml:",inline"`
+	TranslatorINT   `yaml:",inline"`
 }
 
 // Default returns the embedded defaults.
@@ -207,6 +209,9 @@ func (f *File) Validate() error {
 		return err
 	}
 	if err := f.validateDurability(); err != nil {
+		return err
+	}
+	if err := f.validateINT(); err != nil {
 		return err
 	}
 	return f.validateSecurity()

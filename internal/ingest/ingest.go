@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/admit"
+	"github.com/dta-go/dta/internal/intmap"
 	"github.com/dta-go/dta/internal/translator"
 	"github.com/dta-go/dta/internal/transport/udp"
 	"github.com/dta-go/dta/wire/dta"
@@ -34,6 +35,15 @@ type Config struct {
 	// datagrams are counted as translator drops (not_allowed, rate_limited)
 	// and never decoded or answered. Nil admits every source.
 	Gate *admit.Gate
+	// INT, when set, also receives P4.org INT telemetry reports on a UDP
+	// socket of its own, mapped onto the translator's stores by INT.Mapper.
+	INT *INTConfig
+}
+
+// INTConfig is the INT telemetry report input.
+type INTConfig struct {
+	UDP    udp.Config
+	Mapper *intmap.Mapper
 }
 
 // DefaultConfig returns the defaults: UDP :40040, ACKs to port 40044.
@@ -45,6 +55,14 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	if err := c.UDP.Validate(); err != nil {
 		return err
+	}
+	if c.INT != nil {
+		if c.INT.Mapper == nil {
+			return fmt.Errorf("int: no mapper")
+		}
+		if err := c.INT.UDP.Validate(); err != nil {
+			return fmt.Errorf("int: %w", err)
+		}
 	}
 	if c.AckPort < 0 || c.AckPort > 65535 {
 		return fmt.Errorf("ack_port: %d out of range [0, 65535]", c.AckPort)
@@ -60,6 +78,7 @@ type Ingest struct {
 	cfg    Config
 	t      *translator.Translator
 	l      *udp.Listener
+	il     *udp.Listener // INT reports; nil without
 	logger *slog.Logger
 	once   sync.Once
 }
@@ -80,8 +99,37 @@ func New(cfg Config, t *translator.Translator, logger *slog.Logger) (*Ingest, er
 		return nil, fmt.Errorf("listen for reports on %s: %w", cfg.UDP.Addr, err)
 	}
 	in.l = l
+	if cfg.INT != nil {
+		il, err := udp.Listen(cfg.INT.UDP, func(int) udp.Handler {
+			return &intHandler{w: t.NewWorker(), m: cfg.INT.Mapper.NewWorker(), gate: cfg.Gate}
+		}, logger)
+		if err != nil {
+			l.Close()
+			return nil, fmt.Errorf("listen for INT reports on %s: %w", cfg.INT.UDP.Addr, err)
+		}
+		in.il = il
+	}
 	return in, nil
 }
+
+// INTAddr is the address INT reports are received on (invalid without).
+func (in *Ingest) INTAddr() netip.AddrPort {
+	if in.il == nil {
+		return netip.AddrPort{}
+	}
+	return in.il.LocalAddr()
+}
+
+// INTMapper returns the INT input's mapper (nil without).
+func (in *Ingest) INTMapper() *intmap.Mapper {
+	if in.cfg.INT == nil {
+		return nil
+	}
+	return in.cfg.INT.Mapper
+}
+
+// INTListener returns the INT reports' listener (nil without).
+func (in *Ingest) INTListener() *udp.Listener { return in.il }
 
 // LocalAddr is the address reports are received on.
 func (in *Ingest) LocalAddr() netip.AddrPort { return in.l.LocalAddr() }
@@ -120,9 +168,23 @@ func (in *Ingest) Run(ctx context.Context) error {
 		}
 	}()
 	in.logger.Info("translator listening", "addr", in.l.LocalAddr().String())
+	intDone := make(chan error, 1)
+	if in.il != nil {
+		in.logger.Info("INT telemetry reports listening", "addr", in.il.LocalAddr().String())
+		go func() {
+			err := in.il.Run(ctx)
+			cancel() // either listener failing stops both
+			intDone <- err
+		}()
+	} else {
+		intDone <- nil
+	}
 	err := in.l.Run(ctx)
 	cancel()
 	<-done
+	if ierr := <-intDone; err == nil || errors.Is(err, context.Canceled) {
+		err = ierr
+	}
 	in.t.FlushAll()
 	if errors.Is(err, context.Canceled) {
 		err = nil
@@ -133,7 +195,12 @@ func (in *Ingest) Run(ctx context.Context) error {
 // Close stops Run.
 func (in *Ingest) Close() error {
 	var err error
-	in.once.Do(func() { err = in.l.Close() })
+	in.once.Do(func() {
+		err = in.l.Close()
+		if in.il != nil {
+			in.il.Close()
+		}
+	})
 	return err
 }
 
@@ -172,3 +239,32 @@ func (h *handler) HandlePacket(b []byte, from netip.AddrPort, r udp.Replier) {
 
 // EndBatch makes the next batch read the clock again.
 func (h *handler) EndBatch() { h.now = 0 }
+
+// intHandler maps INT telemetry report packets onto a translator Worker.
+type intHandler struct {
+	w    *translator.Worker
+	m    *intmap.Worker
+	gate *admit.Gate
+	now  int64
+}
+
+func (h *intHandler) HandlePacket(b []byte, from netip.AddrPort, _ udp.Replier) {
+	if h.now == 0 {
+		h.now = time.Now().UnixNano()
+	}
+	if h.gate != nil {
+		switch h.gate.Admit(from.Addr(), h.now) {
+		case admit.NotAllowed:
+			h.w.Refuse(translator.ReasonNotAllowed, from, h.now)
+			return
+		case admit.RateLimited:
+			h.w.Refuse(translator.ReasonRateLimited, from, h.now)
+			return
+		}
+	}
+	h.w.BeginAdapted(from, h.now)
+	h.m.Map(b, h.now, h.w) // malformed packets are counted by reason in the mapper's stats
+	h.w.EndAdapted()
+}
+
+func (h *intHandler) EndBatch() { h.now = 0 }

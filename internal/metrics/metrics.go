@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/dta-go/dta/internal/intmap"
 	"github.com/dta-go/dta/internal/query"
 	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/store"
@@ -57,6 +58,10 @@ func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ..
 type Translator struct {
 	T        *translator.Translator
 	Listener *udp.Listener
+	// INT and Mapper, when set, add the INT telemetry report input
+	// (internal/metrics/int.go).
+	INT    *udp.Listener
+	Mapper *intmap.Mapper
 }
 
 var (
@@ -102,10 +107,16 @@ func (c Translator) Describe(ch chan<- *prometheus.Desc) {
 			ch <- d
 		}
 	}
+	if c.Mapper != nil {
+		for _, d := range intDescs {
+			ch <- d
+		}
+	}
 }
 
 // Collect implements prometheus.Collector.
 func (c Translator) Collect(ch chan<- prometheus.Metric) {
+	c.collectINT(ch)
 	s := c.T.Stats()
 	counter(ch, trDatagrams, s.Datagrams)
 	for _, p := range dta.Primitives {

@@ -157,6 +157,38 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 	return nil
 }
 
+// BeginAdapted starts a datagram of another input format (INT telemetry
+// reports, internal/intmap) whose adapter hands the DTA reports it derives to
+// AddReport, then calls EndAdapted. They are routed, translated, batched and
+// counted exactly as reports that came in a DTA datagram.
+func (w *Worker) BeginAdapted(from netip.AddrPort, now int64) {
+	w.dgFrom, w.dgNow = from, now
+}
+
+// AddReport translates one report derived by an input adapter; a report
+// that cannot be translated is dropped and counted by reason. r is not
+// retained.
+func (w *Worker) AddReport(r *dta.Report) {
+	if err := w.translate(r, false, w.dgNow); err != nil {
+		w.drop(err, w.dgFrom, w.dgNow)
+	}
+}
+
+// EndAdapted ends the datagram BeginAdapted started: what it collected is
+// applied, and the counts published.
+func (w *Worker) EndAdapted() {
+	w.flushRun()
+	w.flushPending()
+	if w.push != nil {
+		w.push.Push()
+	}
+	if w.mayHold {
+		w.mayHold = false
+		w.t.woken()
+	}
+	w.publish()
+}
+
 func (w *Worker) ack(seq uint8, nack bool) []byte {
 	if nack {
 		w.stats.Nacks.Add(1)

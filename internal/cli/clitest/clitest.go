@@ -31,7 +31,8 @@ var (
 )
 
 // Config writes a configuration with unit-test sized stores, one per
-// primitive, the Append store with lists lists, and returns its path.
+// primitive (the Append store with lists lists) and those INT input maps
+// into, and returns its path.
 func Config(tb testing.TB, lists int) string {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "dta.yaml")
@@ -46,6 +47,10 @@ stores:
   - {name: keyincrement, id: 2, primitive: keyincrement, default: true, slots: 4096, redundancy: 4}
   - {name: postcard, id: 3, primitive: postcard, default: true, chunks: 1024, hops: 5, redundancy: 2}
   - {name: append, id: 4, primitive: append, default: true, lists: %d, capacity: 256, entry_size: 4, batch: 4}
+  - {name: int-paths, id: 5, primitive: keywrite, slots: 1024, value_size: 20, redundancy: 2}
+  - {name: int-postcards, id: 7, primitive: postcard, chunks: 1024, hops: 8, redundancy: 2}
+  - {name: int-counters, id: 8, primitive: keyincrement, slots: 1024, redundancy: 2}
+  - {name: int-drops, id: 9, primitive: append, lists: 4, capacity: 64, entry_size: 48, batch: 4}
 `, lists)
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		tb.Fatal(err)

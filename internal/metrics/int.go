@@ -1,0 +1,43 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dta-go/dta/wire/intreport"
+)
+
+var (
+	intPackets   = desc("int_packets_total", "INT telemetry report packets received (translator.int_listen).")
+	intReports   = desc("int_reports_total", "INT individual reports mapped onto stores.")
+	intMalformed = desc("int_malformed_total", "INT telemetry report packets and individual reports refused, by reason; they change nothing.", "reason")
+	intDerived   = desc("int_derived_reports_total", "DTA reports derived from INT reports, by part: path, postcard, counter, drop.", "part")
+	intNoFlow    = desc("int_reports_without_flow_total", "INT reports whose inner contents hold no flow (no path, postcard or flow counters for them).")
+	intTruncated = desc("int_paths_truncated_total", "INT paths longer than the path store's value holds, cut to it.")
+	intOutOfTTL  = desc("int_postcards_out_of_range_total", "INT postcards whose TTL names no hop of the postcard store.")
+	intKernel    = desc("int_udp_kernel_drops_total", "INT report datagrams the kernel dropped on the INT sockets (receive buffer overflow).")
+)
+
+var intDescs = []*prometheus.Desc{intPackets, intReports, intMalformed, intDerived, intNoFlow, intTruncated, intOutOfTTL, intKernel}
+
+// collectINT exports the INT input of a translator (nothing without one).
+func (c Translator) collectINT(ch chan<- prometheus.Metric) {
+	if c.Mapper == nil {
+		return
+	}
+	s := c.Mapper.Stats()
+	counter(ch, intPackets, s.Packets.Load())
+	counter(ch, intReports, s.Reports.Load())
+	for r := range intreport.NumReasons + 1 {
+		counter(ch, intMalformed, s.Malformed[r].Load(), r.String())
+	}
+	counter(ch, intDerived, s.Paths.Load(), "path")
+	counter(ch, intDerived, s.Postcards.Load(), "postcard")
+	counter(ch, intDerived, s.Counters.Load(), "counter")
+	counter(ch, intDerived, s.Drops.Load(), "drop")
+	counter(ch, intNoFlow, s.NoFlow.Load())
+	counter(ch, intTruncated, s.Truncated.Load())
+	counter(ch, intOutOfTTL, s.OutOfTTL.Load())
+	if c.INT != nil {
+		counter(ch, intKernel, c.INT.KernelDrops())
+	}
+}
