@@ -37,6 +37,7 @@ func TestLayering(t *testing.T) {
 		{pkg: "internal/store", deny: []string{"net", "net/http", "flag", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus"}},
 		{pkg: "internal/snapshot", deny: []string{"net", "net/http", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus", mod + "internal/translator", mod + "internal/query"}},
 		{pkg: "internal/query", deny: []string{"flag", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus"}},
+		{pkg: "internal/export", deny: []string{"net/http", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus", mod + "internal/translator", mod + "internal/query", mod + "internal/config"}},
 		{pkg: "internal/web", stdOnly: true}, // serves its embedded assets; the page reads the public API only
 		{pkg: "client", deny: []string{mod + "internal/", "github.com/spf13/cobra"}},
 		{pkg: "reporter", deny: []string{mod + "internal/", "github.com/spf13/cobra"}},
@@ -81,6 +82,9 @@ func TestLayering(t *testing.T) {
 		for _, imp := range f[1:] {
 			if strings.HasPrefix(imp, "github.com/prometheus/client_golang") && f[0] != mod+"internal/metrics" {
 				t.Errorf("%s imports %s: only internal/metrics may", f[0], imp)
+			}
+			if strings.HasPrefix(imp, "github.com/twmb/franz-go") && f[0] != mod+"internal/export" {
+				t.Errorf("%s imports %s: only internal/export speaks Kafka", f[0], imp)
 			}
 			if strings.HasPrefix(imp, "github.com/spf13/") && f[0] != mod+"internal/cli" {
 				t.Errorf("%s imports %s: only internal/cli defines flags", f[0], imp)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/dta-go/dta/internal/cli/clitest"
 )
@@ -290,7 +291,14 @@ func TestDashboardIsAWellFormedGrafanaDashboard(t *testing.T) {
 // the error counters exist, and returns what /metrics declares.
 func scrapeUp(t *testing.T) exported {
 	t.Helper()
-	_, url := clitest.Up(t, 4, "--sink", "roce", "--demo", "--data-dir", t.TempDir(), "--int-listen", "127.0.0.1:0")
+	// A Kafka-protocol broker in this process, for the export metrics.
+	kafka, err := kfake.NewCluster(kfake.SeedTopics(1, "dta.append", "dta.paths", "dta.changes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kafka.Close)
+	_, url := clitest.Up(t, 4, "--sink", "roce", "--demo", "--data-dir", t.TempDir(), "--int-listen", "127.0.0.1:0",
+		"--export-brokers", strings.Join(kafka.ListenAddrs(), ","))
 	get := func(path string) string {
 		resp, err := http.Get(url + path)
 		if err != nil {
@@ -338,7 +346,7 @@ func TestEveryMetricTheDashboardUsesIsExported(t *testing.T) {
 	exprs := expressions(t, d)
 	x := scrapeUp(t)
 	for _, m := range missing(t, exprs, x) {
-		t.Errorf("the dashboard uses %s, which dta up --sink roce --data-dir --int-listen does not export", m)
+		t.Errorf("the dashboard uses %s, which dta up --sink roce --data-dir --int-listen --export-brokers does not export", m)
 	}
 	// And the other way: every dta metric has a panel, so that a new metric
 	// is not forgotten.

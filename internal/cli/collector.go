@@ -15,6 +15,7 @@ import (
 
 func newCollectorCmd() *cobra.Command {
 	var configPath, httpAddr, rdmaAddr, dataDir string
+	var exportBrokers []string
 	var sec securityFlags
 	cmd := &cobra.Command{
 		Use:   "collector",
@@ -34,6 +35,7 @@ longer allows) without a restart (docs/OPERATIONS.md, "Security").`,
 		Example: `  dta collector
   dta collector --config dta.yaml
   dta collector --rdma 192.0.2.10:4791 --http :8040
+  dta collector --export-brokers kafka1:9092    # Append entries and changed slots to Kafka
   # then, on the translator's machine:
   dta translator --collector 192.0.2.10:4791`,
 		Args: cobra.NoArgs,
@@ -50,6 +52,9 @@ longer allows) without a restart (docs/OPERATIONS.md, "Security").`,
 				if cmd.Flags().Changed("data-dir") {
 					f.Collector.DataDir = dataDir
 				}
+				if cmd.Flags().Changed("export-brokers") {
+					f.Export.Brokers = exportBrokers
+				}
 				sec.apply(cmd.Flags(), f)
 			})
 			f, err := load()
@@ -64,6 +69,7 @@ longer allows) without a restart (docs/OPERATIONS.md, "Security").`,
 	fl.StringVar(&httpAddr, "http", ":8040", "HTTP address for queries, /metrics, /healthz (overrides collector.http)")
 	fl.StringVar(&rdmaAddr, "rdma", ":4791", "UDP address of the RoCEv2 responder (overrides collector.rdma)")
 	fl.StringVar(&dataDir, "data-dir", "", "keep the stores in this directory: checkpoints while running, restored at start (overrides collector.data_dir)")
+	fl.StringSliceVar(&exportBrokers, "export-brokers", nil, "export Append entries and changed slots to these Kafka `brokers` (host:port,...; overrides export.brokers)")
 	sec.add(fl)
 	return cmd
 }
@@ -85,6 +91,12 @@ func runCollector(ctx context.Context, f *config.File, load func() (*config.File
 		return err
 	}
 	defer col.Close()
+	// Stopped after Run returned (nothing writes any more), before Close.
+	exp, err := startExport(f, col.Catalog(), nil, col.Metrics(), logger)
+	if err != nil {
+		return err
+	}
+	defer exp.stop()
 	rl := newReloader(load, f, &live{guard: col.Guard(), allowTr: col.SetAllowTranslators}, logger)
 	if err := registerSecurityMetrics(col.Metrics(), rl, nil); err != nil {
 		return err
@@ -93,6 +105,6 @@ func runCollector(ctx context.Context, f *config.File, load func() (*config.File
 	reloads := make(chan error, 1)
 	go func() { reloads <- rl.run(ctx, hup) }()
 	defer func() { cancel(); <-reloads }()
-	fmt.Fprintf(out, "dta collector: RoCEv2 on udp %s, queries on %s://%s, %d stores\n", col.RDMAAddr(), scheme(col.Guard()), col.HTTPAddr(), len(descs))
+	fmt.Fprintf(out, "dta collector: RoCEv2 on udp %s, queries on %s://%s, %d stores%s\n", col.RDMAAddr(), scheme(col.Guard()), col.HTTPAddr(), len(descs), exp.line())
 	return col.Run(ctx)
 }

@@ -25,6 +25,7 @@ import (
 
 func newTranslatorCmd() *cobra.Command {
 	var configPath, collectorAddr, listen, httpAddr, rdmaLocal, intListen string
+	var exportBrokers []string
 	var sec securityFlags
 	cmd := &cobra.Command{
 		Use:   "translator",
@@ -50,6 +51,9 @@ metrics server. SIGHUP reloads them without a restart (docs/OPERATIONS.md,
 			load := loader(configPath, func(f *config.File) {
 				if cmd.Flags().Changed("collector") {
 					f.Translator.Collector = collectorAddr
+				}
+				if cmd.Flags().Changed("export-brokers") {
+					f.Export.Brokers = exportBrokers
 				}
 				if cmd.Flags().Changed("int-listen") {
 					f.Translator.INTListen = intListen
@@ -80,6 +84,7 @@ metrics server. SIGHUP reloads them without a restart (docs/OPERATIONS.md,
 	fl.StringVar(&collectorAddr, "collector", "", "the collector's RoCEv2 address IP:PORT (overrides translator.collector)")
 	fl.StringVar(&listen, "listen", ":40040", "UDP address for DTA reports (overrides translator.listen)")
 	fl.StringVar(&intListen, "int-listen", "", "also receive P4.org INT telemetry reports on this UDP `address` (overrides translator.int_listen)")
+	fl.StringSliceVar(&exportBrokers, "export-brokers", nil, "export the Postcarding paths this translator writes out to these Kafka `brokers` (host:port,...; overrides export.brokers)")
 	fl.StringVar(&httpAddr, "http", ":8041", "HTTP address for /metrics and /healthz (overrides translator.http)")
 	fl.StringVar(&rdmaLocal, "rdma-local", "", "UDP address the RoCEv2 requester sends from, e.g. IP:4791 as RDMA NICs do (overrides translator.rdma_local; default: any port)")
 	sec.add(fl)
@@ -125,6 +130,11 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 	if err := reg.Register(metrics.HTTPGuard{G: guard}); err != nil {
 		return err
 	}
+	exp, err := startExport(f, nil, st.tr, reg, logger) // paths only: the stores are the collector's
+	if err != nil {
+		return err
+	}
+	defer exp.stop()
 	rl := newReloader(load, f, &live{guard: guard, gate: st.gate}, logger)
 	if err := registerSecurityMetrics(reg, rl, st.gate); err != nil {
 		return err
@@ -156,8 +166,8 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 		return nil
 	})
 	g.run("reload", func(ctx context.Context) error { return rl.run(ctx, hup) })
-	fmt.Fprintf(out, "dta translator: reports on udp %s, RoCEv2 to %s (%d stores), metrics on %s://%s\n",
-		st.in.LocalAddr(), f.Translator.Collector, len(up.Descriptors()), scheme(guard), ln.Addr())
+	fmt.Fprintf(out, "dta translator: reports on udp %s, RoCEv2 to %s (%d stores), metrics on %s://%s%s\n",
+		st.in.LocalAddr(), f.Translator.Collector, len(up.Descriptors()), scheme(guard), ln.Addr(), exp.line())
 	if a := st.in.INTAddr(); a.IsValid() {
 		fmt.Fprintf(out, "dta translator: INT telemetry reports on udp %s\n", a)
 	}
@@ -170,6 +180,7 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 	if ferr := up.Flush(fctx); ferr != nil {
 		logger.Warn("ops not acknowledged at shutdown", "err", ferr)
 	}
+	exp.stop() // after the translator wrote out its held paths
 	s := st.tr.Stats()
 	fmt.Fprintf(out, "dta translator: stopped after %d datagrams, %d reports applied, %d dropped\n",
 		s.Datagrams, sum(s.Reports[:]), s.Dropped())

@@ -19,20 +19,21 @@ import (
 )
 
 type upOptions struct {
-	sec         securityFlags
-	load        func() (*config.File, error)
-	hup         <-chan os.Signal
-	configPath  string
-	listen      string
-	http        string
-	printConfig bool
-	demo        bool
-	demoRate    float64
-	sink        string
-	rdma        string
-	rdmaChanged bool
-	dataDir     string
-	intListen   string
+	sec           securityFlags
+	load          func() (*config.File, error)
+	hup           <-chan os.Signal
+	configPath    string
+	listen        string
+	http          string
+	printConfig   bool
+	demo          bool
+	demoRate      float64
+	sink          string
+	rdma          string
+	rdmaChanged   bool
+	dataDir       string
+	intListen     string
+	exportBrokers []string
 }
 
 func newUpCmd() *cobra.Command {
@@ -62,6 +63,7 @@ refused with an error and the old settings stay.`,
   dta up --config dta.yaml
   dta up --print-config > dta.yaml     # start a config from the defaults
   dta up --listen 127.0.0.1:41000 --http 127.0.0.1:8041
+  dta up --export-brokers kafka1:9092,kafka2:9092   # Append entries, paths, changed slots to Kafka
   dta up --auth-token-file /etc/dta/tokens --tls-cert cert.pem --tls-key key.pem
   kill -HUP $(pidof dta)               # reload tokens, TLS files, allowlists, rate limits`,
 		Args: cobra.NoArgs,
@@ -81,6 +83,9 @@ refused with an error and the old settings stay.`,
 				}
 				if cmd.Flags().Changed("int-listen") {
 					f.Translator.INTListen = o.intListen
+				}
+				if cmd.Flags().Changed("export-brokers") {
+					f.Export.Brokers = o.exportBrokers
 				}
 				if cmd.Flags().Changed("sink") {
 					f.Translator.Sink = o.sink
@@ -117,6 +122,7 @@ refused with an error and the old settings stay.`,
 	fl.StringVar(&o.rdma, "rdma", "127.0.0.1:0", "with --sink roce: the responder's UDP address (default: a free loopback port)")
 	fl.StringVar(&o.intListen, "int-listen", "", "also receive P4.org INT telemetry reports on this UDP `address` (overrides translator.int_listen)")
 	fl.StringVar(&o.dataDir, "data-dir", "", "keep the stores in this directory: checkpoints while running, restored at start (overrides collector.data_dir)")
+	fl.StringSliceVar(&o.exportBrokers, "export-brokers", nil, "export to these Kafka `brokers` (host:port,...; overrides export.brokers; docs/INTEGRATIONS.md)")
 	fl.BoolVar(&o.demo, "demo", false, "also run a built-in reporter sending reports of every primitive")
 	fl.Float64Var(&o.demoRate, "demo-rate", 200, "reports per second of the --demo reporter")
 	o.sec.add(fl)
@@ -227,6 +233,14 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	if err := col.Metrics().Register(st.metrics()); err != nil {
 		return err
 	}
+	exp, err := startExport(f, col.Catalog(), st.tr, col.Metrics(), logger)
+	if err != nil {
+		g.cancel()
+		g.wait()
+		stopCollector()
+		return err
+	}
+	defer exp.stop()
 	lv := &live{guard: col.Guard(), gate: st.gate}
 	if roce {
 		lv.allowTr = col.SetAllowTranslators
@@ -240,8 +254,8 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	if a := st.in.INTAddr(); a.IsValid() {
 		intLine = fmt.Sprintf(", INT telemetry reports on udp %s", a)
 	}
-	fmt.Fprintf(out, "dta up: reports on udp %s, queries on %s://%s (metrics /metrics, health /healthz), sink %s%s\n",
-		st.in.LocalAddr(), scheme(col.Guard()), col.HTTPAddr(), f.Translator.Sink, intLine)
+	fmt.Fprintf(out, "dta up: reports on udp %s, queries on %s://%s (metrics /metrics, health /healthz), sink %s%s%s\n",
+		st.in.LocalAddr(), scheme(col.Guard()), col.HTTPAddr(), f.Translator.Sink, intLine, exp.line())
 	fmt.Fprintf(out, "try:    dta report keywrite --key 1 --value 42 && dta query keywrite --key 1\n")
 	g.run("translator", st.in.Run)
 	if o.demo {
@@ -259,6 +273,10 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 		}
 		cancel()
 	}
+	// The translator has written out everything it held: the exporter
+	// sends the rest (bounded by export.shutdown_timeout) before the
+	// collector's final checkpoint.
+	exp.stop()
 	if cerr := stopCollector(); cerr != nil && err == nil {
 		err = cerr
 	}

@@ -41,6 +41,7 @@ type File struct {
 	Translator Translator     `yaml:"translator"`
 	HTTP       HTTP           `yaml:"http"`
 	INT        INT            `yaml:"int"`
+	Export     Export         `yaml:"export"`
 	Stores     []store.Config `yaml:"stores"`
 }
 
@@ -212,6 +213,9 @@ func (f *File) Validate() error {
 		return err
 	}
 	if err := f.validateINT(); err != nil {
+		return err
+	}
+	if err := f.validateExport(); err != nil {
 		return err
 	}
 	return f.validateSecurity()

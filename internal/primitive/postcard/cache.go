@@ -46,11 +46,54 @@ type entry struct {
 // workers and all Postcarding stores. Each entry holds one flow; a postcard of
 // another flow that maps to an occupied entry writes the occupant out early.
 type Cache struct {
-	entries []entry
-	inUse   []atomic.Uint64 // bit i: entry i holds a flow (changed under its lock)
-	locks   [cacheStripes]paddedMutex
-	stats   CacheStats
+	entries  []entry
+	inUse    []atomic.Uint64 // bit i: entry i holds a flow (changed under its lock)
+	locks    [cacheStripes]paddedMutex
+	stats    CacheStats
+	observer func(Path) // set before use; nil: none
 }
+
+// Cause is why a cached path was written out.
+type Cause uint8
+
+// The causes of a path write.
+const (
+	Complete Cause = iota + 1 // every hop of the path arrived
+	Evicted                   // another flow took the cache entry
+	Expired                   // the first postcard aged out (or the cache was flushed)
+)
+
+// String names the cause as metrics and exported records do.
+func (c Cause) String() string {
+	switch c {
+	case Complete:
+		return "complete"
+	case Evicted:
+		return "evicted"
+	case Expired:
+		return "expired"
+	}
+	return "unknown"
+}
+
+// Path is a flow's path as the cache writes it out, for an observer (an
+// exporter of completed paths). Key and Values alias the cache's entry: they
+// are valid only during the observer's call.
+type Path struct {
+	Store   uint16 // index in the translator's store table
+	Key     []byte // the hashed key bytes
+	Values  *[hashing.MaxHops]uint32
+	Present uint8 // bit i: hop i+1 reported
+	PathLen uint8 // the path's length if a postcard carried it, else 0
+	Cause   Cause
+}
+
+// SetObserver makes the cache call fn with every path it writes out, under
+// the path's entry lock and before its chunks reach the sink. fn runs on the
+// translation workers' hot path: it must not block or allocate (copy what it
+// keeps into a bounded queue and drop when it is full). Call it before the
+// cache is used; nil removes the observer.
+func (c *Cache) SetObserver(fn func(Path)) { c.observer = fn }
 
 // NewCache returns a cache of n entries (n ≥ 1).
 func NewCache(n int) (*Cache, error) {
@@ -105,7 +148,7 @@ func (c *Cache) Add(spec *Spec, store uint16, key []byte, hop, pathLen int, valu
 	e := &c.entries[i]
 	if e.used && (e.store != store || !bytes.Equal(e.key[:e.keyLen], key)) {
 		c.stats.Evicted.Add(1)
-		c.emit(i, b)
+		c.emit(i, b, Evicted)
 	}
 	if !e.used {
 		*e = entry{spec: spec, store: store, used: true, keyLen: uint8(len(key)), first: now}
@@ -125,7 +168,7 @@ func (c *Cache) Add(spec *Spec, store uint16, key []byte, hop, pathLen int, valu
 	}
 	if bits.OnesCount8(e.present&uint8(1<<want-1)) == want {
 		c.stats.Complete.Add(1)
-		c.emit(i, b)
+		c.emit(i, b, Complete)
 	}
 	return c.apply(b, sink)
 }
@@ -139,15 +182,18 @@ func (c *Cache) apply(b *memop.Batch, sink memop.Sink) error {
 	return err
 }
 
-// emit encodes entry i's path into b (N chunk writes) and frees the entry.
-// The caller holds the entry's lock.
-func (c *Cache) emit(i int, b *memop.Batch) {
+// emit encodes entry i's path into b (N chunk writes), shows it to the
+// observer and frees the entry. The caller holds the entry's lock.
+func (c *Cache) emit(i int, b *memop.Batch, cause Cause) {
 	e := &c.entries[i]
 	s := e.spec
 	key := e.key[:e.keyLen]
 	present := e.present
 	if e.pathLen != 0 {
 		present &= uint8(1<<e.pathLen - 1)
+	}
+	if c.observer != nil {
+		c.observer(Path{Store: e.store, Key: key, Values: &e.vals, Present: present, PathLen: e.pathLen, Cause: cause})
 	}
 	data := b.Alloc(int(s.ChunkSize()))
 	s.encodeChunk(data, key, &e.vals, present, int(e.pathLen))
@@ -199,7 +245,7 @@ func (c *Cache) Flush(now, maxAge int64, b *memop.Batch, sink memop.Sink) (int, 
 			if e := &c.entries[i]; e.used && (maxAge <= 0 || now-e.first >= maxAge) {
 				b.Reset()
 				c.stats.Expired.Add(1)
-				c.emit(i, b)
+				c.emit(i, b, Expired)
 				n++
 				if err := c.apply(b, sink); err != nil && first == nil {
 					first = fmt.Errorf("%w: %w", ErrSink, err)
