@@ -78,6 +78,11 @@ func TestBadConfigsNameTheKey(t *testing.T) {
 		{"a key-write field on an append store", "stores:\n  - {name: a, id: 1, primitive: append, value_size: 4}\n", "value_size"},
 		{"two YAML documents", "log:\n  level: info\n---\nlog:\n  level: info\n", "more than one YAML document"},
 		{"not YAML at all", "{{{", "line 1"},
+		{"an export broker without a port", "export:\n  brokers: [kafka]\n", "export.brokers"},
+		{"an unknown export format", "export:\n  brokers: [k:9092]\n  format: avro\n", "export.format"},
+		{"an export of an unknown store", "export:\n  brokers: [k:9092]\n  stores: [nope]\n", "export.stores"},
+		{"an unknown export start", "export:\n  start: middle\n", "export.start"},
+		{"an unknown export key", "export:\n  brokerz: []\n", `unknown key "brokerz"`},
 	} {
 		t.Run(tc.name+" is refused with a message naming it", func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml))

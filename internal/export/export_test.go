@@ -37,7 +37,7 @@ type fixture struct {
 	mu      sync.Mutex
 }
 
-func newFixture(t *testing.T, lists uint32, capacity uint64, opts ...kfake.Opt) *fixture {
+func newFixture(t testing.TB, lists uint32, capacity uint64, opts ...kfake.Opt) *fixture {
 	t.Helper()
 	cfgs := []store.Config{
 		{Name: "keywrite", ID: 1, Primitive: "keywrite", Default: true, Slots: 1024, ValueSize: 4, Redundancy: 2},
@@ -383,4 +383,8 @@ func TestAKilledBrokerNeitherStopsIngestNorLosesWhatTheRingsHold(t *testing.T) {
 		}
 	}
 	t.Logf("%d records consumed, %d resent duplicates; lapped %d", len(recs), dups, e.Stats().Dropped[StreamAppend][DropLapped].Load())
+}
+
+func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
 }
