@@ -145,7 +145,7 @@ func TestStoresDescribesTheCatalogue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stores) != 4 || stores[0].Name != "keywrite" || stores[0].Geometry.Slots != 1024 || stores[3].Geometry.Lists != 4 {
+	if len(stores) != 5 || stores[0].Name != "keywrite" || stores[0].Geometry.Slots != 1024 || stores[3].Geometry.Lists != 4 {
 		t.Errorf("stores %+v", stores)
 	}
 	s, err := e.c.Store(ctx, "3")

@@ -52,6 +52,10 @@ type Geometry struct {
 	Capacity      uint64  `json:"capacity,omitempty"`       // append: entries per list's ring
 	EntrySize     int     `json:"entry_size,omitempty"`     // append: bytes per entry
 	Batch         int     `json:"batch,omitempty"`          // append: entries per translator write
+	Rows          int     `json:"rows,omitempty"`           // sketchmerge: hash rows d
+	Columns       uint64  `json:"columns,omitempty"`        // sketchmerge: counters per row w
+	Epochs        int     `json:"epochs,omitempty"`         // sketchmerge: copies of the sketch
+	Kind          string  `json:"kind,omitempty"`           // sketchmerge: countmin or countsketch
 }
 
 // Statuses of a Key-Write or Postcarding lookup.

@@ -130,13 +130,19 @@ type Config struct {
 	Progress io.Writer
 }
 
-// DefaultConfig returns the defaults: every primitive, every mode, the
+// Primitives are the primitives the benchmark drives: the four the
+// prototype's compat reports and the baseline collector know (Sketch-Merge
+// has no compat format and no baseline; its cost is BenchmarkSketch in
+// internal/translator).
+var Primitives = [...]dta.Primitive{dta.KeyWrite, dta.Append, dta.KeyIncrement, dta.Postcard}
+
+// DefaultConfig returns the defaults: every compat primitive, every mode, the
 // baseline too, 3 s windows after 0.5 s of warm-up, one sender and one
 // reader, 2^20 keys, 1 GiB stores on pre-faulted transparent huge pages,
 // hashed with the prototype's CRC-32 as compat stores are.
 func DefaultConfig() Config {
 	return Config{
-		Primitives: dta.Primitives[:],
+		Primitives: Primitives[:],
 		Modes:      DefaultModes(),
 		Baseline:   true,
 		Ceiling:    true,

@@ -30,7 +30,7 @@ func smallConfig(p dta.Primitive) Config {
 }
 
 func TestRunMeasuresEveryCollector(t *testing.T) {
-	for _, p := range dta.Primitives {
+	for _, p := range Primitives {
 		t.Run(p.String()+" reports reach DTA, the baseline and the receive-only ceiling and are counted", func(t *testing.T) {
 			var progress bytes.Buffer
 			cfg := smallConfig(p)

@@ -9,7 +9,7 @@ import (
 )
 
 func TestWorkloadDatagramsDecodeToTheirReports(t *testing.T) {
-	for _, p := range dta.Primitives {
+	for _, p := range Primitives {
 		for _, per := range []int{1, 7, MaxPerDatagram(p)} {
 			w, err := NewWorkload(p, per, 1000, 5000)
 			if err != nil {
@@ -66,7 +66,7 @@ func TestWorkloadRefusesWhatDoesNotFit(t *testing.T) {
 }
 
 func TestDescriptorsAreTheCompatDefaults(t *testing.T) {
-	for _, p := range dta.Primitives {
+	for _, p := range Primitives {
 		d, err := Descriptor(p, 64<<20, hashing.CRC32)
 		if err != nil {
 			t.Fatal(err)

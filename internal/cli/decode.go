@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -438,6 +439,19 @@ func describeReport(r *dta.Report) string {
 		fmt.Fprintf(&b, " list=%d value=%s", r.List, reportValueText(r.Value))
 	case dta.Postcard:
 		fmt.Fprintf(&b, " key=%s hop=%d path_len=%d value=%s", reportKeyText(r), r.Hop, r.PathLen, reportValueText(r.Value))
+	case dta.SketchMerge:
+		fmt.Fprintf(&b, " epoch=%d row=%d column=%d counters=[", r.Epoch, r.Row, r.Column)
+		for i := 0; i+8 <= len(r.Value); i += 8 {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			if i == 8*16 {
+				fmt.Fprintf(&b, "… %d more", (len(r.Value)-i)/8)
+				break
+			}
+			fmt.Fprintf(&b, "%d", int64(binary.BigEndian.Uint64(r.Value[i:])))
+		}
+		b.WriteByte(']')
 	}
 	format := "compat"
 	if r.Opcode.Extended() {

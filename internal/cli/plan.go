@@ -34,6 +34,7 @@ type planOptions struct {
 	simulate     bool
 	simSlots     string
 	seed         uint64
+	sketch       sketchPlanOptions
 }
 
 func newPlanCmd() *cobra.Command {
@@ -77,14 +78,19 @@ MiB, GiB, TiB (K, M, G, T are binary here) or plain bytes.`,
   dta plan --primitive keywrite --memory 3GiB --value-size 20 --n 2 --age 10M,100M
 
   # Key-Increment counters for 1 M keys per epoch, 99 % of counts exact, as JSON
-  dta plan --primitive keyincrement --keys 1M --target 0.99 -o json`,
+  dta plan --primitive keyincrement --keys 1M --target 0.99 -o json
+
+  # Sketch-Merge: the error bounds of a 4 × 65536 count-min, checked by simulation
+  dta plan --primitive sketchmerge --rows 4 --columns 65536 --simulate
+  # the smallest count-sketch with error ≤ 0.1 % of L2 with probability 99 %
+  dta plan --primitive sketchmerge --kind countsketch --epsilon 0.001 --delta 0.01`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPlan(cmd, &o)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.primitive, "primitive", "keywrite", "primitive: keywrite, postcard or keyincrement")
+	fl.StringVar(&o.primitive, "primitive", "keywrite", "primitive: keywrite, postcard, keyincrement or sketchmerge")
 	fl.StringVar(&o.keys, "keys", "", "distinct keys (flows) per epoch or in total, e.g. 100M (keyincrement: keys sharing the counters)")
 	fl.StringSliceVar(&o.ages, "age", nil, "keys written after the queried one, e.g. 10M (default --keys); with --memory a list, e.g. 10M,100M")
 	fl.IntVar(&o.valueSize, "value-size", analysis.DefaultValueSize, "keywrite value size in bytes")
@@ -99,6 +105,7 @@ MiB, GiB, TiB (K, M, G, T are binary here) or plain bytes.`,
 	fl.BoolVar(&o.simulate, "simulate", false, "confirm each answer with a quick simulation over the production code (keywrite, postcard)")
 	fl.StringVar(&o.simSlots, "simulate-slots", "2^20", "largest store --simulate runs; larger stores are scaled down to it at the same load factor")
 	fl.Uint64Var(&o.seed, "seed", 1, "--simulate: random seed")
+	o.sketch.add(fl)
 	return cmd
 }
 
@@ -131,6 +138,9 @@ func runPlan(cmd *cobra.Command, o *planOptions) error {
 	hash, err := hashing.ParseAlgorithm(o.hash)
 	if err != nil {
 		return usageError("--hash: %v", err)
+	}
+	if prim == dta.SketchMerge {
+		return runSketchPlan(cmd, o)
 	}
 	d := analysis.Design{Primitive: prim, N: o.n, Hash: hash}
 	// A flag that does not apply is passed on only if given, so that the

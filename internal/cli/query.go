@@ -116,6 +116,7 @@ that primitive's default store in ` + "`dta up`" + `. -o json prints JSON for sc
 		newQueryKeyIncrementCmd(o),
 		newQueryPostcardCmd(o),
 		newQueryAppendCmd(o),
+		newQuerySketchCmd(o),
 	)
 	return cmd
 }
@@ -196,6 +197,8 @@ func queryGeometry(s client.Store) string {
 		return fmt.Sprintf("%d chunks × %d hops, N=%d%s, %s", g.Chunks, g.Hops, g.Redundancy, v, g.Hash)
 	case "append":
 		return fmt.Sprintf("%d lists × %d entries of %d B, batch %d", g.Lists, g.Capacity, g.EntrySize, g.Batch)
+	case "sketchmerge":
+		return fmt.Sprintf("%s, %d rows × %d columns, %d epochs", g.Kind, g.Rows, g.Columns, g.Epochs)
 	}
 	return ""
 }

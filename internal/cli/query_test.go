@@ -141,7 +141,7 @@ func TestQueryStoresPrintsATable(t *testing.T) {
 	}
 	code, out, _ = e.run("query", "stores", "-o", "json")
 	var stores []map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &stores) != nil || len(stores) != 4 {
+	if code != 0 || json.Unmarshal([]byte(out), &stores) != nil || len(stores) != 5 {
 		t.Errorf("json: exit %d, %s", code, out)
 	}
 }

@@ -55,6 +55,7 @@ one primitive per subcommand, or generates realistic telemetry streams (gen).
 		newReportPostcardCmd(),
 		newReportGenCmd(),
 		newReportINTCmd(),
+		newReportSketchCmd(),
 	)
 	return cmd
 }

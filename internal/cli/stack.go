@@ -91,11 +91,22 @@ func (s *translatorStack) resumeAppendHeads(heads [][]store.ListHead) {
 }
 
 // resumeFromStores sets every Append list's head to the head in cat's store
-// (a collector in this process, maybe restored from checkpoints).
+// (a collector in this process, maybe restored from checkpoints), and every
+// Sketch-Merge store's open epoch to the one its tags show, so that a
+// restarted dta up neither clears nor closes what it held.
 func (s *translatorStack) resumeFromStores(cat *store.Catalog) {
 	for i, d := range s.tr.Stores() {
 		w := s.tr.AppendWriter(i)
 		st := cat.ByName(d.Name)
+		if st != nil && st.SketchMerge != nil {
+			if eps, err := st.SketchMerge.Epochs(); err == nil {
+				for _, e := range eps {
+					if e.State == "open" {
+						s.tr.ResumeSketch(i, e.Epoch)
+					}
+				}
+			}
+		}
 		if w == nil || st == nil || st.Append == nil {
 			continue
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dta-go/dta/wire/dta"
 )
 
 func TestEmbeddedDefaultsAreValid(t *testing.T) {
@@ -27,7 +29,7 @@ func TestEmbeddedDefaultsAreValid(t *testing.T) {
 			}
 		}
 	}
-	if len(defaults) != 4 {
+	if len(defaults) != len(dta.Primitives) {
 		t.Errorf("defaults for %d primitives, want one per primitive", len(defaults))
 	}
 	if f.Translator.Listen != ":40040" || f.Collector.HTTP != ":8040" || f.Translator.AckPort != 40044 {

@@ -8,15 +8,15 @@ import (
 
 // ChangesState reports whether r may change what the collector holds (and so
 // needs an admin token when authentication is on). Only GET and HEAD
-// requests and the batch lookups (POST .../{primitive}:batch, which read)
-// are reads; every other request — the resets, and any endpoint added
+// requests, the batch lookups (POST .../{primitive}:batch) and the
+// Sketch-Merge top-k (POST .../sketchmerge:topk), which read, are reads; every other request — the resets, and any endpoint added
 // later unless it is listed here — counts as a change.
 func ChangesState(r *http.Request) bool {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		return false
 	case http.MethodPost:
-		return !strings.HasSuffix(r.URL.Path, ":batch")
+		return !strings.HasSuffix(r.URL.Path, ":batch") && !strings.HasSuffix(r.URL.Path, "/sketchmerge:topk")
 	}
 	return true
 }

@@ -53,6 +53,8 @@ func hashedKey(p dta.Primitive, k dta.Key, buf *[4]byte) []byte {
 		return k.Bytes
 	}
 	switch p {
+	case dta.SketchMerge:
+		return sketchKey(k.U32(), buf)
 	case dta.Postcard:
 		*buf = postcard.CompatKey(k.U32())
 	default:

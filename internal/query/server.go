@@ -183,6 +183,11 @@ func (s *Server) routes() []route {
 		{http.MethodGet, st + "/append/{list}", EndpointAppend, true, dta.Append, s.appendPoll},
 		{http.MethodGet, st + "/append/{list}/head", EndpointAppendHead, true, dta.Append, s.appendHead},
 		{http.MethodPost, st + "/append:reset", EndpointAppendReset, true, dta.Append, s.appendReset},
+		{http.MethodGet, st + "/sketchmerge", EndpointSketch, true, dta.SketchMerge, s.sketchEstimate},
+		{http.MethodPost, st + "/sketchmerge:topk", EndpointSketchTopK, true, dta.SketchMerge, s.sketchTopK},
+		{http.MethodGet, st + "/sketchmerge/norms", EndpointSketchNorms, true, dta.SketchMerge, s.sketchNorms},
+		{http.MethodGet, st + "/sketchmerge/epochs", EndpointSketchEpochs, true, dta.SketchMerge, s.sketchEpochs},
+		{http.MethodGet, st + "/sketchmerge/counters", EndpointSketchCounters, true, dta.SketchMerge, s.sketchCounters},
 		{http.MethodGet, "/v1/notifications", EndpointNotifications, false, 0, s.notifications},
 		{http.MethodGet, "/v1/epochs", EndpointEpochs, false, 0, s.listEpochs},
 	}

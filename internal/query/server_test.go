@@ -26,7 +26,7 @@ func TestStoresListsEveryStoreWithItsGeometry(t *testing.T) {
 	for _, s := range resp.Stores {
 		names = append(names, s.Name)
 	}
-	want := []string{"keywrite", "keyincrement", "postcard", "append", "int-paths", "3"}
+	want := []string{"keywrite", "keyincrement", "postcard", "append", "sketchmerge", "int-paths", "3"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("names %v, want %v", names, want)
 	}

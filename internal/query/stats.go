@@ -25,6 +25,11 @@ const (
 	EndpointNotifications
 	EndpointAppendHeads
 	EndpointEpochs
+	EndpointSketch
+	EndpointSketchTopK
+	EndpointSketchNorms
+	EndpointSketchEpochs
+	EndpointSketchCounters
 	EndpointOther
 	NumEndpoints // number of endpoints, for arrays indexed by Endpoint
 )
@@ -45,6 +50,11 @@ var endpointNames = [NumEndpoints]string{
 	EndpointNotifications:     "notifications",
 	EndpointAppendHeads:       "append_heads",
 	EndpointEpochs:            "epochs",
+	EndpointSketch:            "sketchmerge",
+	EndpointSketchTopK:        "sketchmerge_topk",
+	EndpointSketchNorms:       "sketchmerge_norms",
+	EndpointSketchEpochs:      "sketchmerge_epochs",
+	EndpointSketchCounters:    "sketchmerge_counters",
 	EndpointOther:             "other",
 }
 

@@ -35,6 +35,10 @@ type geometry struct {
 	Capacity      uint64  `json:"capacity,omitempty"`
 	EntrySize     int     `json:"entry_size,omitempty"`
 	Batch         int     `json:"batch,omitempty"`
+	Rows          int     `json:"rows,omitempty"`
+	Columns       uint64  `json:"columns,omitempty"`
+	Epochs        int     `json:"epochs,omitempty"`
+	Kind          string  `json:"kind,omitempty"`
 }
 
 func describe(st *store.Store) storeInfo {
@@ -61,6 +65,9 @@ func describe(st *store.Store) storeInfo {
 	case dta.Append:
 		s := st.Descriptor.Append
 		g.Lists, g.Capacity, g.EntrySize, g.Batch = s.Lists, s.Capacity, s.EntrySize, s.Batch
+	case dta.SketchMerge:
+		s := st.Descriptor.SketchMerge
+		g.Rows, g.Columns, g.Epochs, g.Kind = s.Rows, s.Columns, s.Epochs, s.Kind.String()
 	}
 	return info
 }

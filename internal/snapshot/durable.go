@@ -264,6 +264,8 @@ func geometry(d store.Descriptor) string {
 		return fmt.Sprintf("%+v", d.Postcard)
 	case dta.Append:
 		return fmt.Sprintf("%+v", d.Append)
+	case dta.SketchMerge:
+		return fmt.Sprintf("%+v", d.SketchMerge)
 	}
 	return fmt.Sprintf("%+v", d)
 }

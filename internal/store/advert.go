@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/sketch"
 	"github.com/dta-go/dta/wire/dta"
 )
 
@@ -45,6 +46,7 @@ type ListHead struct {
 //	  keyincrement: slots u64 | redundancy u8
 //	  postcard:     chunks u64 | hops u8 | redundancy u8 | min u32 | max u32
 //	  append:       lists u32 | capacity u64 | entry_size u16 | batch u8
+//	  sketchmerge:  rows u8 | columns u64 | epochs u8 | kind u8 (1 count-min, 2 count-sketch)
 //
 // All integers are big-endian.
 const (
@@ -114,6 +116,10 @@ func AppendAdvertisement(b []byte, stores []Advertised) ([]byte, error) {
 			b = binary.BigEndian.AppendUint64(b, s.Append.Capacity)
 			b = binary.BigEndian.AppendUint16(b, uint16(s.Append.EntrySize))
 			b = append(b, byte(s.Append.Batch))
+		case dta.SketchMerge:
+			b = append(b, byte(s.SketchMerge.Rows))
+			b = binary.BigEndian.AppendUint64(b, s.SketchMerge.Columns)
+			b = append(b, byte(s.SketchMerge.Epochs), byte(s.SketchMerge.Kind))
 		default:
 			return b, fmt.Errorf("%w: store %s: unknown primitive %v", ErrAdvert, s.Name, s.Primitive)
 		}
@@ -242,6 +248,11 @@ func ParseAdvertisement(b []byte) ([]Advertised, error) {
 			s.Append.Capacity = r.u64()
 			s.Append.EntrySize = int(r.u16())
 			s.Append.Batch = int(r.u8())
+		case dta.SketchMerge:
+			s.SketchMerge.Rows = int(r.u8())
+			s.SketchMerge.Columns = r.u64()
+			s.SketchMerge.Epochs = int(r.u8())
+			s.SketchMerge.Kind = sketch.Kind(r.u8())
 		default:
 			if r.err == nil {
 				return nil, fmt.Errorf("%w: store %d: unknown primitive %d", ErrAdvert, i, s.Primitive)

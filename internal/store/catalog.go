@@ -12,6 +12,7 @@ import (
 	"github.com/dta-go/dta/internal/primitive/keyincrement"
 	"github.com/dta-go/dta/internal/primitive/keywrite"
 	"github.com/dta-go/dta/internal/primitive/postcard"
+	"github.com/dta-go/dta/internal/primitive/sketchmerge"
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/wire/dta"
 )
@@ -27,6 +28,7 @@ type Store struct {
 	KeyIncrement *keyincrement.Store
 	Postcard     *postcard.Store
 	Append       *appendlist.Store
+	SketchMerge  *sketchmerge.Store
 
 	// atomicWords: aligned 8-byte writes must be atomic stores (Append head
 	// words, which readers poll).
@@ -104,6 +106,8 @@ func open(d Descriptor, index uint16, rc region.Config, logger *slog.Logger) (*S
 		s.Postcard, err = postcard.NewStore(d.Postcard, r)
 	case dta.Append:
 		s.Append, err = appendlist.NewStore(d.Append, r)
+	case dta.SketchMerge:
+		s.SketchMerge, err = sketchmerge.NewStore(d.SketchMerge, r)
 	}
 	if err != nil {
 		r.Close()
@@ -374,6 +378,17 @@ func (s *Store) Occupancy(samples int) float64 {
 		unit, n = keyincrement.CounterSize, s.KeyIncrement.Spec().Slots
 	case dta.Postcard:
 		unit, n = s.Postcard.Spec().ChunkSize(), s.Postcard.Spec().Chunks
+	case dta.SketchMerge:
+		// Counters of every copy (the header's tags are not counters).
+		sp := s.SketchMerge.Spec()
+		used, samples := 0, min(max(samples, 1), int(sp.Counters())*sp.Epochs)
+		step := sp.Counters() * uint64(sp.Epochs) / uint64(samples)
+		for i := range uint64(samples) {
+			if v, _ := s.Region.Load64(sketchmerge.HeaderSize + i*step*sketchmerge.CounterSize); v != 0 {
+				used++
+			}
+		}
+		return float64(used) / float64(samples)
 	case dta.Append:
 		lists := s.Append.Spec().Lists
 		var used int

@@ -18,7 +18,9 @@ import (
 	"github.com/dta-go/dta/internal/primitive/keyincrement"
 	"github.com/dta-go/dta/internal/primitive/keywrite"
 	"github.com/dta-go/dta/internal/primitive/postcard"
+	"github.com/dta-go/dta/internal/primitive/sketchmerge"
 	"github.com/dta-go/dta/internal/region"
+	"github.com/dta-go/dta/sketch"
 	"github.com/dta-go/dta/wire/dta"
 )
 
@@ -51,6 +53,12 @@ type Config struct {
 	Capacity  uint64 `yaml:"capacity"`
 	EntrySize int    `yaml:"entry_size"`
 	Batch     int    `yaml:"batch"`
+
+	// Sketch-Merge.
+	Rows    int    `yaml:"rows"`
+	Columns uint64 `yaml:"columns"`
+	Epochs  int    `yaml:"epochs"`
+	Kind    string `yaml:"kind"`
 }
 
 // Descriptor is a store's identity and geometry: everything a writer or
@@ -65,6 +73,7 @@ type Descriptor struct {
 	KeyIncrement keyincrement.Spec
 	Postcard     postcard.Spec
 	Append       appendlist.Spec
+	SketchMerge  sketchmerge.Spec
 }
 
 // RegionSize is the bytes of memory the store needs.
@@ -78,6 +87,8 @@ func (d *Descriptor) RegionSize() uint64 {
 		return d.Postcard.RegionSize()
 	case dta.Append:
 		return d.Append.RegionSize()
+	case dta.SketchMerge:
+		return d.SketchMerge.RegionSize()
 	}
 	return 0
 }
@@ -93,6 +104,8 @@ func (d *Descriptor) Validate() error {
 		return d.Postcard.Validate()
 	case dta.Append:
 		return d.Append.Validate()
+	case dta.SketchMerge:
+		return d.SketchMerge.Validate()
 	}
 	return fmt.Errorf("primitive: %v unknown", d.Primitive)
 }
@@ -110,6 +123,9 @@ const (
 	DefaultBatch        = 4
 	DefaultValueSize    = 4
 	DefaultPostcardMaxV = 1<<20 - 1
+	DefaultRows         = 4
+	DefaultColumns      = 1 << 16
+	DefaultEpochs       = 3
 )
 
 // Describe validates c and returns its descriptor, with defaults filled in.
@@ -141,8 +157,8 @@ func (c *Config) Describe() (Descriptor, error) {
 	}
 	red := orDefault(c.Redundancy, DefaultRedundancy)
 	mem := uint64(c.Memory)
-	if mem != 0 && (c.Slots != 0 || c.Chunks != 0 || c.Capacity != 0) {
-		return d, errors.New("memory: give either memory or the primitive's count (slots, chunks, capacity), not both")
+	if mem != 0 && (c.Slots != 0 || c.Chunks != 0 || c.Capacity != 0 || c.Columns != 0) {
+		return d, errors.New("memory: give either memory or the primitive's count (slots, chunks, capacity, columns), not both")
 	}
 	if mem > region.MaxSize {
 		return d, fmt.Errorf("memory: %v is above the largest region, %v", c.Memory, ByteSize(region.MaxSize))
@@ -201,6 +217,24 @@ func (c *Config) Describe() (Descriptor, error) {
 		} else if c.Capacity == 0 {
 			d.Append.Capacity = DefaultCapacity
 		}
+	case dta.SketchMerge:
+		kind := sketch.CountMin
+		if c.Kind != "" {
+			if kind, err = sketch.ParseKind(c.Kind); err != nil {
+				return d, fmt.Errorf("kind: %w", err)
+			}
+		}
+		d.SketchMerge = sketchmerge.Spec{Geometry: sketch.Geometry{Rows: orDefault(c.Rows, DefaultRows), Columns: c.Columns, Kind: kind},
+			Epochs: orDefault(c.Epochs, DefaultEpochs)}
+		if mem != 0 {
+			d.SketchMerge.Columns = d.SketchMerge.ColumnsFor(mem)
+			if d.SketchMerge.Columns < 2 {
+				small = fmt.Sprintf("%d columns of %d rows in %d epochs, at least 2 are needed", d.SketchMerge.Columns, d.SketchMerge.Rows, d.SketchMerge.Epochs)
+				d.SketchMerge.Columns = 2
+			}
+		} else if c.Columns == 0 {
+			d.SketchMerge.Columns = DefaultColumns
+		}
 	}
 	if err := d.Validate(); err != nil {
 		return d, err
@@ -222,8 +256,8 @@ func (c *Config) onlyFieldsOf(p dta.Primitive) error {
 	for _, f := range []field{
 		{"slots", c.Slots != 0, kv},
 		{"value_size", c.ValueSize != 0, p == dta.KeyWrite},
-		{"redundancy", c.Redundancy != 0, p != dta.Append},
-		{"hash", c.Hash != "", p != dta.Append},
+		{"redundancy", c.Redundancy != 0, p != dta.Append && p != dta.SketchMerge},
+		{"hash", c.Hash != "", p != dta.Append && p != dta.SketchMerge},
 		{"chunks", c.Chunks != 0, p == dta.Postcard},
 		{"hops", c.Hops != 0, p == dta.Postcard},
 		{"min_value", c.MinValue != nil, p == dta.Postcard},
@@ -232,6 +266,10 @@ func (c *Config) onlyFieldsOf(p dta.Primitive) error {
 		{"capacity", c.Capacity != 0, p == dta.Append},
 		{"entry_size", c.EntrySize != 0, p == dta.Append},
 		{"batch", c.Batch != 0, p == dta.Append},
+		{"rows", c.Rows != 0, p == dta.SketchMerge},
+		{"columns", c.Columns != 0, p == dta.SketchMerge},
+		{"epochs", c.Epochs != 0, p == dta.SketchMerge},
+		{"kind", c.Kind != "", p == dta.SketchMerge},
 	} {
 		if f.set && !f.ok {
 			return fmt.Errorf("%s: not a setting of a %v store", f.name, p)
@@ -255,6 +293,7 @@ func DefaultConfigs() []Config {
 		{Name: "keyincrement", ID: 2, Primitive: "keyincrement", Default: true, Slots: DefaultSlots, Redundancy: 4},
 		{Name: "postcard", ID: 3, Primitive: "postcard", Default: true, Chunks: DefaultChunks, Hops: DefaultHops, Redundancy: 2},
 		{Name: "append", ID: 4, Primitive: "append", Default: true, Lists: DefaultLists, Capacity: DefaultCapacity, EntrySize: 4, Batch: DefaultBatch},
+		{Name: "sketchmerge", ID: 10, Primitive: "sketchmerge", Default: true, Rows: DefaultRows, Columns: DefaultColumns, Epochs: DefaultEpochs, Kind: "countmin"},
 	}
 }
 

@@ -75,7 +75,7 @@ func benchCatalog(b *testing.B, p dta.Primitive, small bool) *store.Catalog {
 // as many as fit a 1472-byte datagram, over 2^20 keys. One op is one datagram.
 func BenchmarkHandle(b *testing.B) {
 	from := netip.MustParseAddrPort("192.0.2.1:40041")
-	for _, p := range dta.Primitives {
+	for _, p := range bench.Primitives {
 		for _, small := range []bool{false, true} {
 			for _, per := range []int{1, bench.MaxPerDatagram(p)} {
 				size := "big"

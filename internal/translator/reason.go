@@ -6,6 +6,7 @@ import (
 	"github.com/dta-go/dta/internal/primitive/appendlist"
 	"github.com/dta-go/dta/internal/primitive/keywrite"
 	"github.com/dta-go/dta/internal/primitive/postcard"
+	"github.com/dta-go/dta/internal/primitive/sketchmerge"
 	"github.com/dta-go/dta/wire/dta"
 )
 
@@ -34,6 +35,8 @@ const (
 	ReasonSink                         // the sink refused the ops
 	ReasonNotAllowed                   // datagram from a source outside translator.allow_sources (Worker.Refuse)
 	ReasonRateLimited                  // datagram above its source's rate limit (Worker.Refuse)
+	ReasonSketchRun                    // Sketch-Merge row or columns beyond the store's geometry
+	ReasonEpochClosed                  // Sketch-Merge report for an epoch older than the newest
 	NumReasons
 )
 
@@ -41,7 +44,7 @@ var reasonNames = [NumReasons]string{
 	"truncated", "unknown_opcode", "length", "trailing", "redundancy", "hop", "key_len",
 	"value_len", "batch", "unknown_store", "wrong_primitive", "value_size", "list",
 	"value_set", "path_len", "out_of_order", "duplicate", "sink",
-	"not_allowed", "rate_limited",
+	"not_allowed", "rate_limited", "sketch_run", "epoch_closed",
 }
 
 // String returns the reason's metric label.
@@ -92,6 +95,10 @@ func classify(err error) Reason {
 		return ReasonValueSet
 	case errors.Is(err, postcard.ErrPathLen):
 		return ReasonPathLen
+	case errors.Is(err, sketchmerge.ErrRow), errors.Is(err, sketchmerge.ErrColumns), errors.Is(err, sketchmerge.ErrRunLen):
+		return ReasonSketchRun
+	case errors.Is(err, sketchmerge.ErrOldEpoch):
+		return ReasonEpochClosed
 	}
 	return ReasonSink
 }

@@ -113,6 +113,7 @@ type Translator struct {
 	defaults [dta.NumPrimitives]int32
 	sink     memop.Sink
 	cache    *postcard.Cache
+	sketches []*sketchState       // by store index; nil entries for other primitives
 	writers  []*appendlist.Writer // by store index; nil for other primitives
 	seq      *seqTracker
 	logger   *slog.Logger
@@ -185,6 +186,12 @@ func New(cfg Config, stores []store.Descriptor, sink memop.Sink, logger *slog.Lo
 			if t.writers[i], err = appendlist.NewWriter(d.Append, uint16(i)); err != nil {
 				return nil, fmt.Errorf("translator: store %s: %w", d.Name, err)
 			}
+		}
+		if d.Primitive == dta.SketchMerge {
+			if t.sketches == nil {
+				t.sketches = make([]*sketchState, len(stores))
+			}
+			t.sketches[i] = newSketchState(&d.SketchMerge)
 		}
 	}
 	return t, nil

@@ -228,6 +228,12 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 			return errHopValueSize
 		}
 		err = w.t.cache.Add(&d.Postcard, idx, r.Key, int(r.Hop), int(r.PathLen), v, imm, now, w.batch, w.sink)
+	case dta.SketchMerge:
+		if err := w.sketch(idx, r); err != nil {
+			return err
+		}
+		w.queued(p)
+		return nil
 	case dta.Append:
 		spec := w.t.writers[idx].Spec()
 		switch {

@@ -22,13 +22,15 @@ const (
 	MaxRedundancy = 8    // copies N of a Key-Write or Key-Increment report
 	MaxHops       = 8    // hops B of a Postcarding path
 	MaxBatch      = 255  // reports in one batch datagram
+	MaxSketchRun  = 512  // counters in one Sketch-Merge report
 )
 
 // Opcode identifies a report format.
 type Opcode uint8
 
 // Report opcodes. 1-4 are the prototype's; 0x11-0x14 are the extended forms of
-// the same primitives; 0x20 carries several reports.
+// the same primitives; 0x15 is Sketch-Merge (extended form only); 0x20 carries
+// several reports.
 const (
 	OpKeyWrite     Opcode = 0x01
 	OpAppend       Opcode = 0x02
@@ -39,6 +41,7 @@ const (
 	OpAppendExt       Opcode = 0x12
 	OpKeyIncrementExt Opcode = 0x13
 	OpPostcardExt     Opcode = 0x14
+	OpSketchExt       Opcode = 0x15
 
 	OpBatch Opcode = 0x20
 )
@@ -47,19 +50,20 @@ const (
 // opcodes.
 type Primitive uint8
 
-// The four primitives.
+// The five primitives.
 const (
 	KeyWrite     Primitive = 1
 	Append       Primitive = 2
 	KeyIncrement Primitive = 3
 	Postcard     Primitive = 4
+	SketchMerge  Primitive = 5
 )
 
 // NumPrimitives bounds arrays indexed by Primitive (index 0 unused).
-const NumPrimitives = 5
+const NumPrimitives = 6
 
 // Primitives lists the primitives in opcode order.
-var Primitives = [...]Primitive{KeyWrite, Append, KeyIncrement, Postcard}
+var Primitives = [...]Primitive{KeyWrite, Append, KeyIncrement, Postcard, SketchMerge}
 
 // String returns the primitive's command-line name.
 func (p Primitive) String() string {
@@ -72,6 +76,8 @@ func (p Primitive) String() string {
 		return "keyincrement"
 	case Postcard:
 		return "postcard"
+	case SketchMerge:
+		return "sketchmerge"
 	}
 	return fmt.Sprintf("primitive(%d)", uint8(p))
 }
@@ -87,8 +93,10 @@ func ParsePrimitive(s string) (Primitive, error) {
 		return KeyIncrement, nil
 	case "postcard", "postcarding":
 		return Postcard, nil
+	case "sketchmerge", "sketch-merge":
+		return SketchMerge, nil
 	}
-	return 0, fmt.Errorf("unknown primitive %q (want keywrite, keyincrement, postcard or append)", s)
+	return 0, fmt.Errorf("unknown primitive %q (want keywrite, keyincrement, postcard, append or sketchmerge)", s)
 }
 
 // Primitive returns the primitive an opcode feeds, or 0 for OpBatch and
@@ -103,12 +111,14 @@ func (o Opcode) Primitive() Primitive {
 		return KeyIncrement
 	case OpPostcard, OpPostcardExt:
 		return Postcard
+	case OpSketchExt:
+		return SketchMerge
 	}
 	return 0
 }
 
 // Extended reports whether o is an extended report format.
-func (o Opcode) Extended() bool { return o >= OpKeyWriteExt && o <= OpPostcardExt }
+func (o Opcode) Extended() bool { return o >= OpKeyWriteExt && o <= OpSketchExt }
 
 // Flags are the base header's flag bits.
 type Flags uint8
@@ -176,6 +186,11 @@ type Report struct {
 	List       uint32 // Append: list id
 	Hop        uint8  // Postcarding: hop number, 1..MaxHops
 	PathLen    uint8  // Postcarding: path length, 0 = unknown (compat reports)
+	// Sketch-Merge: counters Column.. of row Row of epoch Epoch, in Value as
+	// big-endian two's-complement int64s (1..MaxSketchRun of them).
+	Epoch  uint32
+	Row    uint8
+	Column uint32
 }
 
 // Primitive returns the primitive the report feeds.
@@ -199,8 +214,9 @@ const (
 	keyIncrExtLen    = 2 + 1 + 1 + 8
 	appendExtLen     = 2 + 4 + 2
 	postcardExtLen   = 2 + 1 + 1 + 1 + 1
-	batchRecordHdr   = 1 + 2 // opcode, length
-	batchCountHdrLen = 1     // number of records
+	sketchExtLen     = 2 + 4 + 1 + 2 + 4 // store, epoch, row, count, column
+	batchRecordHdr   = 1 + 2             // opcode, length
+	batchCountHdrLen = 1                 // number of records
 )
 
 // decodeBody decodes the sub-header of one report with opcode op from b,
@@ -308,6 +324,21 @@ func decodeBody(op Opcode, b []byte, r *Report) error {
 		}
 		r.Key = b[postcardExtLen : postcardExtLen+kl : postcardExtLen+kl]
 		r.Value = b[postcardExtLen+kl : need : need]
+	case OpSketchExt:
+		if len(b) < sketchExtLen {
+			return ErrTruncated
+		}
+		r.Store, r.Epoch, r.Row = binary.BigEndian.Uint16(b), binary.BigEndian.Uint32(b[2:]), b[6]
+		n := int(binary.BigEndian.Uint16(b[7:]))
+		r.Column = binary.BigEndian.Uint32(b[9:])
+		if n == 0 || n > MaxSketchRun {
+			return ErrValueLen
+		}
+		need = sketchExtLen + 8*n
+		if len(b) < need {
+			return ErrLength
+		}
+		r.Value = b[sketchExtLen:need:need]
 	default:
 		return ErrUnknownOpcode
 	}
@@ -475,6 +506,11 @@ func (r *Report) bodyLen() (int, error) {
 			return 0, fmt.Errorf("%w: compat postcard needs a 4-byte key and value", ErrEncode)
 		}
 		n = postcardLen
+	case OpSketchExt:
+		if len(r.Value) == 0 || len(r.Value)%8 != 0 || len(r.Value) > 8*MaxSketchRun {
+			return 0, fmt.Errorf("%w: sketch run of %d bytes (1..%d whole 8-byte counters)", ErrEncode, len(r.Value), MaxSketchRun)
+		}
+		n = sketchExtLen + len(r.Value)
 	case OpKeyWriteExt, OpKeyIncrementExt, OpAppendExt, OpPostcardExt:
 		if r.Opcode != OpAppendExt && (len(r.Key) == 0 || len(r.Key) > MaxKeyLen) {
 			return 0, fmt.Errorf("%w: key of %d bytes (1..%d)", ErrEncode, len(r.Key), MaxKeyLen)
@@ -558,6 +594,13 @@ func (r *Report) appendBody(b []byte) []byte {
 		b = binary.BigEndian.AppendUint16(b, r.Store)
 		b = append(b, r.Hop, r.PathLen, byte(len(r.Key)), byte(len(r.Value)))
 		b = append(b, r.Key...)
+		b = append(b, r.Value...)
+	case OpSketchExt:
+		b = binary.BigEndian.AppendUint16(b, r.Store)
+		b = binary.BigEndian.AppendUint32(b, r.Epoch)
+		b = append(b, r.Row)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(r.Value)/8))
+		b = binary.BigEndian.AppendUint32(b, r.Column)
 		b = append(b, r.Value...)
 	}
 	return b

@@ -28,6 +28,24 @@ const fiveTupleV6 = "20010db8000000000000000000000001 20010db8000000000000000000
 
 func goldens() []golden {
 	return []golden{
+		// Sketch-Merge (docs/PROTOCOL.md, "Sketch-Merge report"): store id,
+		// epoch, row, counter count, first column, then big-endian
+		// two's-complement int64 counters.
+		{
+			name: "a Sketch-Merge report carries store, epoch, row, count, column and signed 64-bit counters",
+			hex: "15 09 00 | 0006 | 0000002a | 03 | 0003 | 00000100 |" +
+				" 0000000000000005 0000000000000000 fffffffffffffffe",
+			header: dta.Header{Opcode: dta.OpSketchExt, Seq: 9},
+			reports: []dta.Report{{Opcode: dta.OpSketchExt, Store: 6, Epoch: 42, Row: 3, Column: 256,
+				Value: []byte{0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe}}},
+		},
+		{
+			name:   "a Sketch-Merge report to the default store of the last row at the largest epoch",
+			hex:    "15 00 80 | 0000 | ffffffff | 0f | 0001 | ffffffff | 8000000000000000",
+			header: dta.Header{Opcode: dta.OpSketchExt, Flags: dta.FlagImmediate},
+			reports: []dta.Report{{Opcode: dta.OpSketchExt, Epoch: 0xffffffff, Row: 15, Column: 0xffffffff,
+				Value: []byte{0x80, 0, 0, 0, 0, 0, 0, 0}}},
+		},
 		// Compat formats with the 3-byte base header {opcode, seq, flags}, as
 		// the prototype's TRex generators and inject_dta.py send them.
 		{

@@ -215,11 +215,12 @@ func TestOpcodePrimitive(t *testing.T) {
 		{dta.OpAppendExt, dta.Append, true},
 		{dta.OpKeyIncrementExt, dta.KeyIncrement, true},
 		{dta.OpPostcardExt, dta.Postcard, true},
+		{dta.OpSketchExt, dta.SketchMerge, true},
 		{dta.OpBatch, 0, false},
 		{0, 0, false},
 		{0x05, 0, false},
 		{0x10, 0, false},
-		{0x15, 0, false},
+		{0x16, 0, false},
 		{0xff, 0, false},
 	}
 	for _, tt := range tests {
@@ -231,7 +232,7 @@ func TestOpcodePrimitive(t *testing.T) {
 		}
 	}
 	for _, p := range dta.Primitives {
-		if uint8(p) != uint8(dta.Opcode(p)) || dta.Opcode(p).Primitive() != p {
+		if p != dta.SketchMerge && (uint8(p) != uint8(dta.Opcode(p)) || dta.Opcode(p).Primitive() != p) {
 			t.Errorf("primitive %v does not equal its compat opcode", p)
 		}
 		if int(p) >= dta.NumPrimitives {

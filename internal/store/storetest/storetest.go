@@ -11,10 +11,11 @@ import (
 )
 
 // Configs returns the default stores, shrunk: 1024 Key-Write and
-// Key-Increment slots, 256 Postcarding chunks, Append lists of 64 entries.
+// Key-Increment slots, 256 Postcarding chunks, Append lists of 64 entries,
+// Sketch-Merge rows of 256 columns.
 func Configs() []store.Config {
 	cfgs := store.DefaultConfigs()
-	cfgs[0].Slots, cfgs[1].Slots, cfgs[2].Chunks, cfgs[3].Capacity = 1024, 1024, 256, 64
+	cfgs[0].Slots, cfgs[1].Slots, cfgs[2].Chunks, cfgs[3].Capacity, cfgs[4].Columns = 1024, 1024, 256, 64, 256
 	return cfgs
 }
 

@@ -21,10 +21,12 @@ const API = {
   keywrite: '/v1/stores/{store}/keywrite',
   keyincrement: '/v1/stores/{store}/keyincrement',
   postcard: '/v1/stores/{store}/postcard',
+  sketchmerge: '/v1/stores/{store}/sketchmerge',
+  sketchEpochs: '/v1/stores/{store}/sketchmerge/epochs',
 };
 
-const PRIMITIVES = ['keywrite', 'keyincrement', 'postcard', 'append'];
-const PRIMITIVE_NAMES = { keywrite: 'Key-Write', keyincrement: 'Key-Increment', postcard: 'Postcarding', append: 'Append' };
+const PRIMITIVES = ['keywrite', 'keyincrement', 'postcard', 'append', 'sketchmerge'];
+const PRIMITIVE_NAMES = { keywrite: 'Key-Write', keyincrement: 'Key-Increment', postcard: 'Postcarding', append: 'Append', sketchmerge: 'Sketch-Merge' };
 const MAX_HEAD_LISTS = 64; // lists per Append store whose heads are sampled
 const STORES_EVERY_MS = 60 * 1000;
 const TOKEN_KEY = 'dta.token';
@@ -267,6 +269,7 @@ function geometry(s) {
     case 'keyincrement': return fmtInt(g.slots) + ' counters, N = ' + g.redundancy + ', ' + g.hash;
     case 'postcard': return fmtInt(g.chunks) + ' chunks × ' + g.hops + ' hops, N = ' + g.redundancy + ', ' + g.hash;
     case 'append': return fmtInt(g.lists) + ' lists × ' + fmtInt(g.capacity) + ' entries × ' + g.entry_size + ' B, batch ' + g.batch;
+    case 'sketchmerge': return g.kind + ', ' + g.rows + ' rows × ' + fmtInt(g.columns) + ' columns, ' + g.epochs + ' epochs';
     default: return '';
   }
 }
@@ -277,6 +280,7 @@ function units(s) {
     case 'keywrite': case 'keyincrement': return [g.slots, s.primitive === 'keywrite' ? 'slots' : 'counters'];
     case 'postcard': return [g.chunks, 'chunks'];
     case 'append': return [g.lists, 'lists'];
+    case 'sketchmerge': return [g.rows * g.columns * g.epochs, 'counters'];
     default: return [null, ''];
   }
 }
@@ -533,6 +537,16 @@ const queries = {
     }
     lines.push('chunks  ' + r.valid + ' of ' + r.copies + ' decode as this flow');
     return lines.join('\n');
+  },
+  async sketchmerge(f) {
+    const store = f.store.value;
+    const epoch = f.epoch.value.trim();
+    const q = { key: f.key.value.trim() };
+    if (epoch !== '') q.epoch = epoch;
+    const r = await getJSON('sketchmerge', { store }, q);
+    const e = await getJSON('sketchEpochs', { store });
+    const held = (e.epochs || []).map((x) => x.epoch + ' ' + x.state).join(', ');
+    return 'estimate ' + fmtInt(r.estimate) + '\n' + 'epoch    ' + r.epoch + (held ? '  (held: ' + held + ')' : '');
   },
   async append(f) {
     const store = f.store.value;

@@ -1,0 +1,100 @@
+package translator
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dta-go/dta/internal/memop"
+	"github.com/dta-go/dta/internal/primitive/sketchmerge"
+	"github.com/dta-go/dta/wire/dta"
+)
+
+// sketchState is the translator's epoch state of one Sketch-Merge store.
+// Workers read newest without a lock; opening an epoch (clears and tags,
+// applied to the sink before any counter of the epoch) holds mu.
+type sketchState struct {
+	spec   *sketchmerge.Spec
+	newest atomic.Int64 // the newest epoch opened; -1: none
+	mu     sync.Mutex
+	open   *sketchmerge.Opener
+	batch  *memop.Batch
+	opens  atomic.Uint64
+}
+
+func newSketchState(spec *sketchmerge.Spec) *sketchState {
+	s := &sketchState{spec: spec, open: sketchmerge.NewOpener(spec), batch: memop.NewBatch(64, 0)}
+	s.newest.Store(-1)
+	return s
+}
+
+// SketchEpoch returns the newest epoch the translator has opened in the
+// Sketch-Merge store at index i, and whether it has opened one.
+func (t *Translator) SketchEpoch(i int) (uint32, bool) {
+	if i < 0 || i >= len(t.sketches) || t.sketches[i] == nil {
+		return 0, false
+	}
+	n := t.sketches[i].newest.Load()
+	return uint32(n), n >= 0
+}
+
+// SketchOpens counts the epochs opened in the store at index i.
+func (t *Translator) SketchOpens(i int) uint64 {
+	if i < 0 || i >= len(t.sketches) || t.sketches[i] == nil {
+		return 0
+	}
+	return t.sketches[i].opens.Load()
+}
+
+// ResumeSketch tells the translator that epoch e is open in the Sketch-Merge
+// store at index i (read from a restored store's tags), so that it neither
+// clears e's counters nor those of e+1 when their reports come.
+func (t *Translator) ResumeSketch(i int, e uint32) {
+	if i < 0 || i >= len(t.sketches) || t.sketches[i] == nil {
+		return
+	}
+	s := t.sketches[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open.Resume(e)
+	s.newest.Store(int64(e))
+}
+
+// sketch translates one Sketch-Merge report into FETCH_ADDs in w.pending,
+// opening its epoch first if it is new.
+func (w *Worker) sketch(idx uint16, r *dta.Report) error {
+	st := w.t.sketches[idx]
+	run := sketchmerge.Run{Epoch: r.Epoch, Row: int(r.Row), Column: uint64(r.Column), Counters: r.Value}
+	if err := st.spec.Check(&run); err != nil {
+		return err
+	}
+	if n := st.newest.Load(); n < 0 || int64(r.Epoch) > n {
+		if err := w.openEpoch(st, idx, r.Epoch); err != nil {
+			return err
+		}
+	} else if int64(r.Epoch) < n {
+		return sketchmerge.ErrOldEpoch
+	}
+	st.spec.Add(w.pending, idx, &run)
+	return nil
+}
+
+// openEpoch opens epoch e (unless another worker did meanwhile) and applies
+// what that writes before returning, so that no counter of e can reach the
+// sink before its copy is clear.
+func (w *Worker) openEpoch(st *sketchState, idx uint16, e uint32) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	open, err := st.open.Accept(e)
+	if err != nil || !open {
+		return err
+	}
+	st.batch.Reset()
+	st.open.Open(st.batch, idx, e)
+	if err := w.t.sink.Apply(st.batch.Ops); err != nil {
+		return fmt.Errorf("%w: opening sketch epoch %d: %w", ErrSink, e, err)
+	}
+	st.newest.Store(int64(e))
+	st.opens.Add(1)
+	return nil
+}
