@@ -67,6 +67,7 @@ type Translator struct {
 	Listen           string         `yaml:"listen"`
 	Sink             string         `yaml:"sink"`
 	Collector        string         `yaml:"collector"`
+	Replicas         int            `yaml:"replicas"`
 	RDMALocal        string         `yaml:"rdma_local"`
 	HTTP             string         `yaml:"http"`
 	Readers          int            `yaml:"readers"`
@@ -196,8 +197,8 @@ func (f *File) Validate() error {
 		return fmt.Errorf("translator.sink: %q (want local or roce)", f.Translator.Sink)
 	}
 	if f.Translator.Collector != "" {
-		if _, err := netip.ParseAddrPort(f.Translator.Collector); err != nil {
-			return fmt.Errorf("translator.collector: %q: want IP:PORT, e.g. 192.0.2.10:4791", f.Translator.Collector)
+		if _, err := f.Targets(); err != nil {
+			return err
 		}
 	}
 	if err := f.TranslatorConfig().Validate(); err != nil {
@@ -287,10 +288,11 @@ func (f *File) ResponderConfig() rdma.ResponderConfig {
 func (f *File) RequesterConfig(addr netip.AddrPort) (rdma.RequesterConfig, error) {
 	c := rdma.DefaultRequesterConfig()
 	if !addr.IsValid() {
-		if f.Translator.Collector == "" {
-			return c, errors.New("translator.collector: no collector address (set it, or pass --collector IP:4791)")
+		t, err := f.Targets()
+		if err != nil {
+			return c, err
 		}
-		addr = netip.MustParseAddrPort(f.Translator.Collector)
+		addr = t[0].Addr
 	}
 	c.Collector = addr
 	c.Local = f.Translator.RDMALocal

@@ -73,10 +73,39 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// Backend is what the front end feeds: one translator (Single), or a
+// fan-out over the translators of several collectors (internal/fanout).
+type Backend interface {
+	// NewWorker returns a worker for one reader goroutine.
+	NewWorker() Worker
+	// Tick writes out what has waited long enough; it reports idle when
+	// nothing is held (then Wake signals the next hold).
+	Tick(now int64) (idle bool)
+	Wake() <-chan struct{}
+	// FlushAll writes out everything held (at shutdown).
+	FlushAll()
+}
+
+// Worker is one reader's translation state: translator.Worker's methods.
+type Worker interface {
+	Handle(b []byte, from netip.AddrPort, now int64) []byte
+	Refuse(r translator.Reason, from netip.AddrPort, now int64)
+	BeginAdapted(from netip.AddrPort, now int64)
+	AddReport(r *dta.Report)
+	EndAdapted()
+}
+
+// Single is the Backend of one translator.
+func Single(t *translator.Translator) Backend { return single{t} }
+
+type single struct{ *translator.Translator }
+
+func (s single) NewWorker() Worker { return s.Translator.NewWorker() }
+
 // Ingest is a running UDP front end of a translator.
 type Ingest struct {
 	cfg    Config
-	t      *translator.Translator
+	t      Backend
 	l      *udp.Listener
 	il     *udp.Listener // INT reports; nil without
 	logger *slog.Logger
@@ -85,6 +114,11 @@ type Ingest struct {
 
 // New binds the UDP sockets for t.
 func New(cfg Config, t *translator.Translator, logger *slog.Logger) (*Ingest, error) {
+	return NewBackend(cfg, Single(t), logger)
+}
+
+// NewBackend binds the UDP sockets for a backend.
+func NewBackend(cfg Config, t Backend, logger *slog.Logger) (*Ingest, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -206,7 +240,7 @@ func (in *Ingest) Close() error {
 
 // handler adapts a translator Worker to the UDP reader of one socket.
 type handler struct {
-	w       *translator.Worker
+	w       Worker
 	ackPort uint16
 	gate    *admit.Gate
 	now     int64
@@ -242,7 +276,7 @@ func (h *handler) EndBatch() { h.now = 0 }
 
 // intHandler maps INT telemetry report packets onto a translator Worker.
 type intHandler struct {
-	w    *translator.Worker
+	w    Worker
 	m    *intmap.Worker
 	gate *admit.Gate
 	now  int64

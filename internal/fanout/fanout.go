@@ -1,0 +1,258 @@
+// Package fanout spreads one translator front end over several collectors
+// (the DTA paper's §7 "multiple collectors", DESIGN §8): every collector has
+// its own translator (its own RoCEv2 uplink, postcard cache, Append heads
+// and Sketch-Merge epochs), and the Router hands each report to the
+// translators of the collectors that own it, as the shared partition
+// function (package partition) names them: keys of Key-Write, Key-Increment
+// and Postcarding reports by their key bytes, Append entries by list id,
+// Sketch-Merge runs by (row, column). With Replicas R > 1 the next R−1
+// collectors in the key's preference order get it too, so that a query can
+// fall back on them. A collector that is down makes its translator's sink
+// fail (counted per collector, reconnected by its requester) while the
+// others go on.
+//
+// The Router is an ingest.Backend: the UDP front end drives it exactly as
+// it drives a single translator. Retransmittable datagrams are checked once,
+// by the Router's own sequencer, before any translator sees their reports.
+// The package decides where a report goes and nothing else: it never
+// translates, and it knows no sockets.
+package fanout
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"sync/atomic"
+
+	"github.com/dta-go/dta/internal/ingest"
+	"github.com/dta-go/dta/internal/translator"
+	"github.com/dta-go/dta/partition"
+	"github.com/dta-go/dta/wire/dta"
+)
+
+// Member is one collector: its name in the partition map and the
+// translator writing to it.
+type Member struct {
+	Name string
+	Tr   *translator.Translator
+}
+
+// Config configures a Router.
+type Config struct {
+	// Replicas is how many collectors hold each key (1: the owner only).
+	Replicas int
+	// LegacyHeader decodes the prototype's 2-byte base header.
+	LegacyHeader bool
+	// MaxReporters bounds the reporters tracked for retransmission.
+	MaxReporters int
+}
+
+// Stats counts what the Router did.
+type Stats struct {
+	Datagrams atomic.Uint64
+	Reports   atomic.Uint64 // reports routed (each once, however many copies)
+	Copies    atomic.Uint64 // reports handed to translators (Replicas per report)
+	Malformed atomic.Uint64 // datagrams or reports that did not decode (counted by the first member's translator too)
+}
+
+// Router routes reports to the translators of their collectors.
+type Router struct {
+	cfg     Config
+	members []Member
+	pm      *partition.Map
+	seq     *translator.Sequencer
+	wake    chan struct{}
+	stats   Stats
+}
+
+// New builds a router over members (at least one; names distinct).
+func New(cfg Config, members []Member) (*Router, error) {
+	if len(members) == 0 {
+		return nil, errors.New("fanout: no collectors")
+	}
+	names := make([]string, len(members))
+	for i, m := range members {
+		if m.Tr == nil {
+			return nil, fmt.Errorf("fanout: collector %s has no translator", m.Name)
+		}
+		names[i] = m.Name
+	}
+	pm, err := partition.New(names)
+	if err != nil {
+		return nil, fmt.Errorf("fanout: %w", err)
+	}
+	if cfg.Replicas < 1 || cfg.Replicas > len(members) {
+		return nil, fmt.Errorf("fanout: replicas %d out of range [1, %d collectors]", cfg.Replicas, len(members))
+	}
+	if cfg.MaxReporters <= 0 {
+		cfg.MaxReporters = 65536
+	}
+	r := &Router{cfg: cfg, members: members, pm: pm, seq: translator.NewSequencer(cfg.MaxReporters), wake: make(chan struct{}, 1)}
+	for _, m := range members {
+		go func(c <-chan struct{}) {
+			for range c {
+				select {
+				case r.wake <- struct{}{}:
+				default:
+				}
+			}
+		}(m.Tr.Wake())
+	}
+	return r, nil
+}
+
+// Map returns the partition map (members in the order given to New).
+func (r *Router) Map() *partition.Map { return r.pm }
+
+// Members returns the collectors.
+func (r *Router) Members() []Member { return r.members }
+
+// Stats returns the router's counters.
+func (r *Router) Stats() *Stats { return &r.stats }
+
+// Tick ticks every translator; idle only when all are.
+func (r *Router) Tick(now int64) bool {
+	idle := true
+	for _, m := range r.members {
+		if !m.Tr.Tick(now) {
+			idle = false
+		}
+	}
+	return idle
+}
+
+// Wake signals when any translator holds something again.
+func (r *Router) Wake() <-chan struct{} { return r.wake }
+
+// FlushAll writes out what every translator holds.
+func (r *Router) FlushAll() {
+	for _, m := range r.members {
+		m.Tr.FlushAll()
+	}
+}
+
+// NewWorker returns a worker for one reader: a translator worker per
+// collector.
+func (r *Router) NewWorker() ingest.Worker {
+	w := &Worker{r: r, ws: make([]*translator.Worker, len(r.members)), used: make([]bool, len(r.members)),
+		dec: dta.Decoder{Legacy: r.cfg.LegacyHeader}, owners: make([]int, 0, len(r.members))}
+	for i, m := range r.members {
+		w.ws[i] = m.Tr.NewWorker()
+	}
+	return w
+}
+
+// Worker routes the reports of one reader's datagrams.
+type Worker struct {
+	r      *Router
+	ws     []*translator.Worker
+	used   []bool // ws[i] began a datagram
+	dec    dta.Decoder
+	dg     dta.Datagram
+	rep    dta.Report
+	owners []int
+	key    [8]byte
+	reply  [dta.AckLen]byte
+	from   netip.AddrPort
+	now    int64
+}
+
+// Handle routes one datagram's reports and returns the ACK/NACK to send,
+// or nil.
+func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
+	w.r.stats.Datagrams.Add(1)
+	derr := w.dec.Decode(b, &w.dg)
+	h := w.dg.Header
+	var reply []byte
+	if h.Retransmit() && !w.dec.Legacy && len(b) >= dta.HeaderLen {
+		apply, reason, ack := w.r.seq.Check(w.reply[:0], from, h.Seq)
+		reply = ack
+		if !apply {
+			w.ws[0].Refuse(reason, from, now)
+			return reply
+		}
+	}
+	if derr != nil {
+		w.r.stats.Malformed.Add(1)
+		// The first translator counts it by reason, as a lone one would.
+		w.ws[0].Handle(b, from, now)
+		return reply
+	}
+	w.BeginAdapted(from, now)
+	for {
+		err := w.dg.Next(&w.rep)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			w.r.stats.Malformed.Add(1)
+			w.ws[0].AddReport(&dta.Report{}) // counted as unknown_opcode by the first translator
+			if w.dg.Done() {
+				break
+			}
+			continue
+		}
+		w.AddReport(&w.rep)
+	}
+	w.EndAdapted()
+	return reply
+}
+
+// Refuse counts a refused datagram (source not allowed, rate limited).
+func (w *Worker) Refuse(reason translator.Reason, from netip.AddrPort, now int64) {
+	w.ws[0].Refuse(reason, from, now)
+}
+
+// BeginAdapted starts a datagram whose reports come one by one (INT input).
+func (w *Worker) BeginAdapted(from netip.AddrPort, now int64) {
+	w.from, w.now = from, now
+	clear(w.used)
+}
+
+// AddReport hands rep to the translators of its collectors.
+func (w *Worker) AddReport(rep *dta.Report) {
+	w.r.stats.Reports.Add(1)
+	w.owners = w.r.route(w.owners[:0], rep, &w.key)
+	for _, o := range w.owners {
+		if !w.used[o] {
+			w.used[o] = true
+			w.ws[o].BeginAdapted(w.from, w.now)
+		}
+		w.ws[o].AddReport(rep)
+	}
+	w.r.stats.Copies.Add(uint64(len(w.owners)))
+}
+
+// EndAdapted applies what every translator collected.
+func (w *Worker) EndAdapted() {
+	for i, u := range w.used {
+		if u {
+			w.ws[i].EndAdapted()
+		}
+	}
+}
+
+// route appends the collectors of rep to dst.
+func (r *Router) route(dst []int, rep *dta.Report, buf *[8]byte) []int {
+	switch rep.Primitive() {
+	case dta.Append:
+		return r.pm.ListOwners(dst, rep.List, r.cfg.Replicas)
+	case dta.SketchMerge:
+		// Counters, not keys: spread runs by where they start; the
+		// collectors' sketches add up to the whole (query: merge).
+		buf[0] = rep.Row
+		binary.BigEndian.PutUint32(buf[1:5], rep.Column)
+		binary.BigEndian.PutUint16(buf[5:7], rep.Store)
+		return r.pm.Owners(dst, buf[:7], r.cfg.Replicas)
+	}
+	return r.pm.Owners(dst, rep.Key, r.cfg.Replicas)
+}
+
+// Owners appends to dst the collectors (indices into Members) that hold a
+// report's key, owner first: the function queries use to find it.
+func (r *Router) Owners(dst []int, rep *dta.Report) []int {
+	var buf [8]byte
+	return r.route(dst, rep, &buf)
+}
