@@ -36,6 +36,7 @@ func TestLayering(t *testing.T) {
 		{pkg: "internal/primitive/sketchmerge", deny: []string{"net", "os", "flag", "log/slog", "github.com/spf13/cobra"}},
 		{pkg: "internal/primitive/appendlist", deny: []string{"net", "os", "flag", "log/slog", "github.com/spf13/cobra"}},
 		{pkg: "internal/translator", deny: []string{"net", "net/http", "flag", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus"}},
+		{pkg: "internal/translator/rule", deny: []string{"net", "os", "flag", "log/slog", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus", mod + "internal/memop"}},
 		{pkg: "internal/store", deny: []string{"net", "net/http", "flag", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus"}},
 		{pkg: "internal/snapshot", deny: []string{"net", "net/http", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus", mod + "internal/translator", mod + "internal/query"}},
 		{pkg: "internal/query", deny: []string{"flag", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus"}},

@@ -52,7 +52,7 @@ func startExport(f *config.File, cat *store.Catalog, tr *translator.Translator, 
 			names[i] = d.Name
 		}
 		if obs := e.PathObserver(names); obs != nil {
-			tr.PostcardCache().SetObserver(obs)
+			tr.AddPathObserver(obs)
 		}
 	}
 	if err := reg.Register(metrics.Export{E: e}); err != nil {

@@ -96,6 +96,7 @@ that primitive's default store in ` + "`dta up`" + `. -o json prints JSON for sc
   dta query postcard --key 42 -o json
   dta query append --list 3
   dta query append --list 3 --follow
+  dta query rule slow-paths --config dta.yaml   # what a translator rule found
   dta query epochs                          # checkpoints kept by a collector with --data-dir
   dta query keywrite --key 1 --at 10:05     # the value as it was at 10:05 today
   dta query append --list 3 --at 12         # the list as of epoch 12
@@ -117,6 +118,7 @@ that primitive's default store in ` + "`dta up`" + `. -o json prints JSON for sc
 		newQueryPostcardCmd(o),
 		newQueryAppendCmd(o),
 		newQuerySketchCmd(o),
+		newQueryRuleCmd(o),
 	)
 	return cmd
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/internal/translator"
+	"github.com/dta-go/dta/internal/translator/rule"
 )
 
 //go:embed default.yaml
@@ -43,6 +44,9 @@ type File struct {
 	INT        INT            `yaml:"int"`
 	Export     Export         `yaml:"export"`
 	Stores     []store.Config `yaml:"stores"`
+	// Rules are the translator's query extensions (internal/translator/rule),
+	// run by dta up and dta translator.
+	Rules []rule.Config `yaml:"rules"`
 }
 
 // Log configures logging.
@@ -201,6 +205,12 @@ func (f *File) Validate() error {
 			return err
 		}
 	}
+	// The rules are a top-level list; that their stores exist and are of
+	// the right primitive the translator checks when it starts (dta
+	// translator's stores are the collector's).
+	if err := rule.Check(f.Rules); err != nil {
+		return err
+	}
 	if err := f.TranslatorConfig().Validate(); err != nil {
 		return fmt.Errorf("translator.%w", err)
 	}
@@ -248,6 +258,7 @@ func (f *File) TranslatorConfig() translator.Config {
 		PostcardMaxAge:       t.PostcardMaxAge,
 		AppendFlushDelay:     t.AppendFlushDelay,
 		MaxReporters:         t.MaxReporters,
+		Rules:                f.Rules,
 	}
 }
 

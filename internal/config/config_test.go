@@ -85,6 +85,11 @@ func TestBadConfigsNameTheKey(t *testing.T) {
 		{"an export of an unknown store", "export:\n  brokers: [k:9092]\n  stores: [nope]\n", "export.stores"},
 		{"an unknown export start", "export:\n  start: middle\n", "export.start"},
 		{"an unknown export key", "export:\n  brokerz: []\n", `unknown key "brokerz"`},
+		{"an unknown rule key", "rules:\n  - {name: a, source: postcard, op: gt, treshold: 1, action: {type: append, store: x}}\n", `unknown key "treshold"`},
+		{"an unknown rule action key", "rules:\n  - {name: a, source: postcard, op: gt, action: {type: append, store: x, lst: 1}}\n", `unknown key "lst"`},
+		{"a rule with a bad operator", "rules:\n  - {name: a, source: postcard, op: '=>', action: {type: append, store: x}}\n", "rules[0].op"},
+		{"a rule with an unknown aggregate", "rules:\n  - {name: a, source: postcard, aggregate: avg, op: gt, action: {type: append, store: x}}\n", "rules[0].aggregate"},
+		{"a second rule without an action type", "rules:\n  - {name: a, source: postcard, op: gt, action: {type: append, store: x}}\n  - {name: b, source: postcard, op: gt, action: {store: x}}\n", "rules[1].action.type"},
 	} {
 		t.Run(tc.name+" is refused with a message naming it", func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml))
@@ -92,6 +97,36 @@ func TestBadConfigsNameTheKey(t *testing.T) {
 				t.Fatalf("err = %v, want it to mention %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestRulesAreReadIntoTheTranslatorConfig(t *testing.T) {
+	if len(Default().Rules) != 0 {
+		t.Errorf("the defaults have rules: %+v", Default().Rules)
+	}
+	// The example in default.yaml's comments, uncommented.
+	f, err := Parse([]byte(`rules:
+  - name: slow-paths
+    source: postcard
+    aggregate: sum
+    op: ">"
+    threshold: 1000
+    action:
+      type: append
+      store: slow-paths
+      list_by_key: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.TranslatorConfig().Rules
+	if len(r) != 1 || r[0].Name != "slow-paths" || r[0].Op != ">" || r[0].Threshold != 1000 || !r[0].Action.ListByKey || r[0].Action.Store != "slow-paths" {
+		t.Fatalf("rules %+v", r)
+	}
+	// Stores are checked when the translator starts: this configuration has
+	// no slow-paths store, which is no error yet.
+	if err := f.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -83,6 +83,9 @@ var (
 	alPartial = desc("append_partial_batches_total", "Append batches written before they were full, by store.", "store")
 	alWraps   = desc("append_wrap_splits_total", "Append batches split at a ring's end, by store.", "store")
 	alPending = desc("append_pending_entries", "Append entries the translator holds in partial batches, not yet written to the store, by store.", "store")
+	ruleEvals = desc("rule_evaluations_total", "Paths (Postcarding source) or reports (other sources) a translator rule was evaluated on, by rule.", "rule", "source")
+	ruleFires = desc("rule_fires_total", "Evaluations whose comparison held, each running the rule's action, by rule.", "rule", "source")
+	ruleErrs  = desc("rule_action_errors_total", "Rule actions whose memory ops the sink refused, by rule.", "rule", "source")
 	udpDesc   = map[string]*prometheus.Desc{
 		"datagrams":    desc("udp_datagrams_total", "Datagrams received on the report sockets."),
 		"bytes":        desc("udp_bytes_total", "Bytes received on the report sockets."),
@@ -96,7 +99,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c Translator) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{trDatagrams, trReports, trDrops, trOps, trAcks, trNacks, alEntries, alBatches, alPartial, alWraps, alPending} {
+	for _, d := range []*prometheus.Desc{trDatagrams, trReports, trDrops, trOps, trAcks, trNacks, alEntries, alBatches, alPartial, alWraps, alPending, ruleEvals, ruleFires, ruleErrs} {
 		ch <- d
 	}
 	for _, d := range pcCounters {
@@ -145,6 +148,13 @@ func (c Translator) Collect(ch chan<- prometheus.Metric) {
 		counter(ch, alPartial, st.Partial.Load(), d.Name)
 		counter(ch, alWraps, st.WrapSplits.Load(), d.Name)
 		gauge(ch, alPending, float64(st.Pending()), d.Name)
+	}
+	stores := c.T.Stores()
+	for _, r := range c.T.Rules() {
+		st, src := r.Stats(), stores[r.Source].Name
+		counter(ch, ruleEvals, st.Evaluations.Load(), r.Name, src)
+		counter(ch, ruleFires, st.Fires.Load(), r.Name, src)
+		counter(ch, ruleErrs, st.Errors.Load(), r.Name, src)
 	}
 	if l := c.Listener; l != nil {
 		u := l.Stats()

@@ -13,6 +13,7 @@ import (
 	"github.com/dta-go/dta/internal/primitive/postcard"
 	"github.com/dta-go/dta/internal/ratelog"
 	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/internal/translator/rule"
 	"github.com/dta-go/dta/wire/dta"
 )
 
@@ -33,6 +34,9 @@ type Config struct {
 	// MaxReporters bounds the reporters whose sequence numbers are tracked for
 	// retransmittable reports. Default 65536.
 	MaxReporters int
+	// Rules are the translator-side query extensions (package rule),
+	// compiled by New against the stores. None by default.
+	Rules []rule.Config
 }
 
 // DefaultConfig returns the defaults.
@@ -57,7 +61,9 @@ func (c Config) Validate() error {
 	case c.MaxReporters < 64 || c.MaxReporters > 1<<24:
 		return fmt.Errorf("max_reporters: %d out of range [64, 2^24]", c.MaxReporters)
 	}
-	return nil
+	// What needs the stores (do the named ones exist, are they of the right
+	// primitive) New checks.
+	return rule.Check(c.Rules)
 }
 
 // Stats counts what the translator did. Each Worker keeps its own so that
@@ -66,7 +72,7 @@ func (c Config) Validate() error {
 type Stats struct {
 	Datagrams atomic.Uint64
 	Reports   [dta.NumPrimitives]atomic.Uint64 // reports applied, by primitive
-	Ops       atomic.Uint64                    // memory ops handed to the sink by workers
+	Ops       atomic.Uint64                    // memory ops of Key-Write and Key-Increment reports handed to the sink by workers (rules' ops are not counted)
 	Drops     [NumReasons]atomic.Uint64
 	Acks      atomic.Uint64
 	Nacks     atomic.Uint64
@@ -118,6 +124,14 @@ type Translator struct {
 	seq      *seqTracker
 	logger   *slog.Logger
 	limiter  *ratelog.Limiter
+
+	// rules are the compiled rules (nil: none); ruleSlots, by rule index,
+	// hold what a Postcarding rule's action needs when it fires inside the
+	// cache's observer (rules.go).
+	rules     *rule.Set
+	ruleSlots []ruleSlot
+	// observers are the path observers after the rules (AddPathObserver).
+	observers atomic.Pointer[[]func(postcard.Path)]
 
 	// asleep is set by a Tick that found nothing held; the first worker to
 	// hold something afterwards clears it and sends on wake.
@@ -194,13 +208,19 @@ func New(cfg Config, stores []store.Descriptor, sink memop.Sink, logger *slog.Lo
 			t.sketches[i] = newSketchState(&d.SketchMerge)
 		}
 	}
+	if err := t.compileRules(cfg.Rules); err != nil {
+		return nil, fmt.Errorf("translator: %w", err)
+	}
+	t.cache.SetObserver(t.observePath)
 	return t, nil
 }
 
 // Stores returns the store table.
 func (t *Translator) Stores() []store.Descriptor { return t.stores }
 
-// PostcardCache returns the Postcarding cache (for its statistics).
+// PostcardCache returns the Postcarding cache (for its statistics). Watch
+// the paths it writes out with AddPathObserver, not with its SetObserver,
+// which would take the place of the rules and of every other observer.
 func (t *Translator) PostcardCache() *postcard.Cache { return t.cache }
 
 // AppendWriter returns the Append writer of the store at index i, or nil.

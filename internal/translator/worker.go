@@ -9,6 +9,7 @@ import (
 	"github.com/dta-go/dta/internal/memop"
 	"github.com/dta-go/dta/internal/primitive/appendlist"
 	"github.com/dta-go/dta/internal/primitive/postcard"
+	"github.com/dta-go/dta/internal/translator/rule"
 	"github.com/dta-go/dta/wire/dta"
 )
 
@@ -55,6 +56,15 @@ type Worker struct {
 	// mayHold: the datagram had postcards or Append entries, which the
 	// translator may now hold until a Tick writes them.
 	mayHold bool
+
+	// Rules over the stores of Key-Write, Key-Increment and Append reports
+	// (rules.go): counts by rule index, published with the reports';
+	// ruleOps of the pending ops are rule counter ops.
+	rc         []ruleCount
+	rulesDirty bool
+	ruleOps    int
+	ruleKey    [4]byte // an Append report's key: its list id
+	ruleEntry  []byte  // an Append entry of the largest size a rule writes
 }
 
 // deferring applies ops through a Deferrer's ApplyDeferred.
@@ -89,6 +99,14 @@ func (t *Translator) NewWorker() *Worker {
 	}
 	if d, ok := t.sink.(memop.Deferrer); ok {
 		w.sink, w.push = deferring{d}, d
+	}
+	if n := t.rules.Len(); n > 0 {
+		w.rc = make([]ruleCount, n)
+		size := 0
+		for _, r := range t.rules.Rules() {
+			size = max(size, r.Action.EntrySize)
+		}
+		w.ruleEntry = make([]byte, size)
 	}
 	t.mu.Lock()
 	t.workers = append(t.workers, w)
@@ -213,11 +231,17 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 			return err
 		}
 		w.queued(p)
+		if rs := w.t.rules.For(idx); rs != nil {
+			w.evaluate(rs, r, rule.ReportValue(r.Value), now)
+		}
 		return nil
 	case dta.KeyIncrement:
 		s := &d.KeyIncrement
 		s.TranslateKeyed(w.pending, idx, hashKey(s.Hash, r), r.Delta)
 		w.queued(p)
+		if rs := w.t.rules.For(idx); rs != nil {
+			w.evaluate(rs, r, r.Delta, now)
+		}
 		return nil
 	case dta.Postcard:
 		// Compat postcard keys are hashed as their big-endian wire bytes, which
@@ -252,6 +276,9 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 		}
 		run.entries = append(run.entries, r.Value...)
 		run.n++
+		if rs := w.t.rules.For(idx); rs != nil {
+			w.evaluate(rs, r, rule.ReportValue(r.Value), now)
+		}
 	}
 	if err != nil {
 		return err
@@ -295,36 +322,46 @@ func (w *Worker) queued(p dta.Primitive) {
 	}
 }
 
-// flushPending applies the stateless reports' ops in one sink call. If the
-// sink refuses them, every report among them counts as dropped (reason
-// sink): a sink stops at the op it cannot apply, without saying which.
+// flushPending applies the stateless reports' ops (and rules' counter ops)
+// in one sink call. If the sink refuses them, every report among them counts
+// as dropped (reason sink), and every rule action as failed: a sink stops at
+// the op it cannot apply, without saying which.
 func (w *Worker) flushPending() {
 	ops := w.pending.Ops
 	if len(ops) == 0 {
 		return
 	}
-	w.stats.Ops.Add(uint64(len(ops)))
+	w.stats.Ops.Add(uint64(len(ops) - w.ruleOps))
 	err := w.sink.Apply(ops)
 	w.pending.Reset()
+	if w.ruleOps != 0 {
+		w.rulePendingDone(err != nil)
+	}
 	if err != nil {
 		var n uint64
 		for p, k := range w.inPending {
 			w.applied[p] -= k
 			n += k
 		}
-		w.stats.Drops[ReasonSink].Add(n - 1)
-		w.drop(errSinkWrap{err}, w.dgFrom, w.dgNow)
+		if n > 0 {
+			w.stats.Drops[ReasonSink].Add(n - 1)
+			w.drop(errSinkWrap{err}, w.dgFrom, w.dgNow)
+		}
 	}
 	w.inPending = [dta.NumPrimitives]uint64{}
 }
 
-// publish adds the reports translated since the last call to the stats.
+// publish adds the reports translated (and rules evaluated) since the last
+// call to the stats.
 func (w *Worker) publish() {
 	for p, n := range w.applied {
 		if n != 0 {
 			w.stats.Reports[p].Add(n)
 			w.applied[p] = 0
 		}
+	}
+	if w.rulesDirty {
+		w.publishRules()
 	}
 }
 

@@ -31,8 +31,9 @@ var (
 )
 
 // Config writes a configuration with unit-test sized stores, one per
-// primitive (the Append store with lists lists) and those INT input maps
-// into, and returns its path.
+// primitive (the Append store with lists lists), those INT input maps into
+// and one a rule (slow-paths: paths whose hops sum above 1000) appends to,
+// and returns its path.
 func Config(tb testing.TB, lists int) string {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "dta.yaml")
@@ -51,6 +52,10 @@ stores:
   - {name: int-postcards, id: 7, primitive: postcard, chunks: 1024, hops: 8, redundancy: 2}
   - {name: int-counters, id: 8, primitive: keyincrement, slots: 1024, redundancy: 2}
   - {name: int-drops, id: 9, primitive: append, lists: 4, capacity: 64, entry_size: 48, batch: 4}
+  - {name: slow-paths, id: 10, primitive: append, lists: 4, capacity: 256, entry_size: 22, batch: 4}
+rules:
+  - {name: slow-paths, source: postcard, aggregate: sum, op: ">", threshold: 1000,
+     action: {type: append, store: slow-paths, list_by_key: true}}
 `, lists)
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		tb.Fatal(err)

@@ -86,13 +86,19 @@ type Path struct {
 	Present uint8 // bit i: hop i+1 reported
 	PathLen uint8 // the path's length if a postcard carried it, else 0
 	Cause   Cause
+	// Now is the time (ns) of the Add or Flush that writes the path out: the
+	// arrival of the postcard that completed or evicted it, or the flush's
+	// now (0 for a flush of everything).
+	Now int64
 }
 
 // SetObserver makes the cache call fn with every path it writes out, under
 // the path's entry lock and before its chunks reach the sink. fn runs on the
 // translation workers' hot path: it must not block or allocate (copy what it
 // keeps into a bounded queue and drop when it is full). Call it before the
-// cache is used; nil removes the observer.
+// cache is used; nil removes the observer. There is one observer: the
+// translator sets it to its own, which runs its rules and then every
+// observer added with Translator.AddPathObserver.
 func (c *Cache) SetObserver(fn func(Path)) { c.observer = fn }
 
 // NewCache returns a cache of n entries (n ≥ 1).
@@ -148,7 +154,7 @@ func (c *Cache) Add(spec *Spec, store uint16, key []byte, hop, pathLen int, valu
 	e := &c.entries[i]
 	if e.used && (e.store != store || !bytes.Equal(e.key[:e.keyLen], key)) {
 		c.stats.Evicted.Add(1)
-		c.emit(i, b, Evicted)
+		c.emit(i, b, Evicted, now)
 	}
 	if !e.used {
 		*e = entry{spec: spec, store: store, used: true, keyLen: uint8(len(key)), first: now}
@@ -168,7 +174,7 @@ func (c *Cache) Add(spec *Spec, store uint16, key []byte, hop, pathLen int, valu
 	}
 	if bits.OnesCount8(e.present&uint8(1<<want-1)) == want {
 		c.stats.Complete.Add(1)
-		c.emit(i, b, Complete)
+		c.emit(i, b, Complete, now)
 	}
 	return c.apply(b, sink)
 }
@@ -184,7 +190,7 @@ func (c *Cache) apply(b *memop.Batch, sink memop.Sink) error {
 
 // emit encodes entry i's path into b (N chunk writes), shows it to the
 // observer and frees the entry. The caller holds the entry's lock.
-func (c *Cache) emit(i int, b *memop.Batch, cause Cause) {
+func (c *Cache) emit(i int, b *memop.Batch, cause Cause, now int64) {
 	e := &c.entries[i]
 	s := e.spec
 	key := e.key[:e.keyLen]
@@ -193,7 +199,7 @@ func (c *Cache) emit(i int, b *memop.Batch, cause Cause) {
 		present &= uint8(1<<e.pathLen - 1)
 	}
 	if c.observer != nil {
-		c.observer(Path{Store: e.store, Key: key, Values: &e.vals, Present: present, PathLen: e.pathLen, Cause: cause})
+		c.observer(Path{Store: e.store, Key: key, Values: &e.vals, Present: present, PathLen: e.pathLen, Cause: cause, Now: now})
 	}
 	data := b.Alloc(int(s.ChunkSize()))
 	s.encodeChunk(data, key, &e.vals, present, int(e.pathLen))
@@ -245,7 +251,7 @@ func (c *Cache) Flush(now, maxAge int64, b *memop.Batch, sink memop.Sink) (int, 
 			if e := &c.entries[i]; e.used && (maxAge <= 0 || now-e.first >= maxAge) {
 				b.Reset()
 				c.stats.Expired.Add(1)
-				c.emit(i, b, Expired)
+				c.emit(i, b, Expired, now)
 				n++
 				if err := c.apply(b, sink); err != nil && first == nil {
 					first = fmt.Errorf("%w: %w", ErrSink, err)
