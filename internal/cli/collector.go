@@ -85,8 +85,8 @@ func runCollector(ctx context.Context, f *config.File, load func() (*config.File
 	}
 	rc := f.ResponderConfig()
 	col, err := collector.New(collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs, RDMA: &rc,
-		Durability: f.DurabilityConfig(),
-		Guard:      sec.guardConfig(f)}, logger)
+		Durability: f.DurabilityConfig(), Name: f.Collector.Name,
+		Guard: sec.guardConfig(f)}, logger)
 	if err != nil {
 		return err
 	}
@@ -105,6 +105,6 @@ func runCollector(ctx context.Context, f *config.File, load func() (*config.File
 	reloads := make(chan error, 1)
 	go func() { reloads <- rl.run(ctx, hup) }()
 	defer func() { cancel(); <-reloads }()
-	fmt.Fprintf(out, "dta collector: RoCEv2 on udp %s, queries on %s://%s, %d stores%s\n", col.RDMAAddr(), scheme(col.Guard()), col.HTTPAddr(), len(descs), exp.line())
+	fmt.Fprintf(out, "dta collector: RoCEv2 on udp %s, queries on %s://%s, %d stores, name %s%s\n", col.RDMAAddr(), scheme(col.Guard()), col.HTTPAddr(), len(descs), col.Name(), exp.line())
 	return col.Run(ctx)
 }

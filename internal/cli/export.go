@@ -27,7 +27,7 @@ type exportRun struct {
 // off) over cat's stores (nil for a translator: paths only) and tr's paths
 // (nil for a collector), with its metrics in reg. Stop it after the
 // translator has stopped and before the stores close.
-func startExport(f *config.File, cat *store.Catalog, tr *translator.Translator, reg *metrics.Registry, logger *slog.Logger) (*exportRun, error) {
+func startExport(f *config.File, cat *store.Catalog, trs []*translator.Translator, reg *metrics.Registry, logger *slog.Logger) (*exportRun, error) {
 	cfg := f.ExportConfig()
 	if cfg == nil {
 		return nil, nil
@@ -35,7 +35,7 @@ func startExport(f *config.File, cat *store.Catalog, tr *translator.Translator, 
 	if cat == nil { // a translator holds no stores: only its paths
 		cfg.Topics.Append, cfg.Topics.Changes, cfg.CursorFile = "", "", ""
 	}
-	if tr == nil { // a collector alone writes out no paths
+	if len(trs) == 0 { // a collector alone writes out no paths
 		cfg.Topics.Paths = ""
 	}
 	if cfg.Topics == (export.Topics{}) {
@@ -46,7 +46,7 @@ func startExport(f *config.File, cat *store.Catalog, tr *translator.Translator, 
 	if err != nil {
 		return nil, err
 	}
-	if tr != nil {
+	for _, tr := range trs {
 		names := make([]string, len(tr.Stores()))
 		for i, d := range tr.Stores() {
 			names[i] = d.Name
@@ -55,6 +55,7 @@ func startExport(f *config.File, cat *store.Catalog, tr *translator.Translator, 
 			tr.AddPathObserver(obs)
 		}
 	}
+
 	if err := reg.Register(metrics.Export{E: e}); err != nil {
 		return nil, err
 	}

@@ -21,16 +21,59 @@ import (
 
 // queryOptions are the flags every query subcommand shares.
 type queryOptions struct {
-	server string
-	output string
-	at     string
+	server   string
+	output   string
+	at       string
+	replicas int
 	queryAuth
+}
+
+// lookups are the reads a single collector and a set of collectors both
+// answer (client.Client, client.Set).
+type lookups interface {
+	KeyWrite(ctx context.Context, store, key string, opt client.KeyWriteOptions) (client.KeyWriteResult, error)
+	KeyWriteBatch(ctx context.Context, store string, keys []string, opt client.KeyWriteOptions) ([]client.KeyWriteResult, error)
+	KeyIncrement(ctx context.Context, store, key string, n int) (client.KeyIncrementResult, error)
+	KeyIncrementBatch(ctx context.Context, store string, keys []string, n int) ([]client.KeyIncrementResult, error)
+	Postcard(ctx context.Context, store, key string) (client.PostcardResult, error)
+	PostcardBatch(ctx context.Context, store string, keys []string) ([]client.PostcardResult, error)
+	SketchEstimate(ctx context.Context, store, key string, epoch int64) (client.SketchEstimate, error)
+	SketchCounters(ctx context.Context, store string, epoch int64) (client.SketchCounters, error)
+}
+
+// several reports whether --server names several collectors.
+func (o *queryOptions) several() bool { return strings.Contains(o.server, ",") }
+
+// lookups returns the client of --server, or with several collectors the
+// set that routes each key to the collector owning it.
+func (o *queryOptions) lookups(ctx context.Context) (lookups, error) {
+	if !o.several() {
+		return o.client()
+	}
+	if o.output != "table" && o.output != "json" {
+		return nil, usageError("-o: %q is not table or json", o.output)
+	}
+	opts, err := o.options()
+	if err != nil {
+		return nil, err
+	}
+	set, err := client.NewSet(ctx, strings.Split(o.server, ","), o.replicas, nil, opts...)
+	if err != nil {
+		return nil, usageError("--server: %v", err)
+	}
+	if o.at != "" {
+		set = set.At(o.at)
+	}
+	return set, nil
 }
 
 // client checks the shared flags and returns a client of the server.
 func (o *queryOptions) client() (*client.Client, error) {
 	if o.output != "table" && o.output != "json" {
 		return nil, usageError("-o: %q is not table or json", o.output)
+	}
+	if o.several() {
+		return nil, usageError("--server: this query reads one collector; several (A,B,C) serve keywrite, keyincrement, postcard and sketchmerge lookups")
 	}
 	opts, err := o.options()
 	if err != nil {
@@ -105,7 +148,8 @@ that primitive's default store in ` + "`dta up`" + `. -o json prints JSON for sc
 		Args: cobra.NoArgs,
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&o.server, "server", "http://127.0.0.1:8040", "query API base `URL` of the collector")
+	pf.StringVar(&o.server, "server", "http://127.0.0.1:8040", "query API base `URL` of the collector; several collectors as [NAME=]URL,... (keys go to their owner by the partition function)")
+	pf.IntVar(&o.replicas, "replicas", 1, "with several --server: how many collectors hold each key (translator.replicas); an owner that is down is replaced by the next")
 	pf.StringVarP(&o.output, "output", "o", "table", "output `format`: table or json")
 	pf.StringVar(&o.at, "at", "", "read the stores as they were at an `EPOCH` number or TIME (RFC 3339, or HH:MM[:SS] today) of a collector with --data-dir (dta query epochs lists them)")
 	o.queryAuth.add(pf)
@@ -238,7 +282,7 @@ was reported with gives the clearest vote counts.`,
   dta query keywrite --store int-paths --key tcp,10.0.0.1:5000,10.0.0.2:80 --threshold 2 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.client()
+			c, err := o.lookups(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -300,7 +344,7 @@ the tightest estimate).`,
   dta query keyincrement --key 9 --key 10 --n 2 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.client()
+			c, err := o.lookups(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -351,7 +395,7 @@ path written early). complete means no hop is missing.`,
   dta query postcard --key tcp,10.0.0.1:5000,10.0.0.2:80 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.client()
+			c, err := o.lookups(cmd.Context())
 			if err != nil {
 				return err
 			}

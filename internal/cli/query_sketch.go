@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -33,7 +35,7 @@ the true count; count-sketch: the median of sign × counter).`,
   dta query sketchmerge epochs`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.client()
+			c, err := o.lookups(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -63,15 +65,37 @@ the true count; count-sketch: the median of sign × counter).`,
 		Short: "The heavy hitters among candidate keys (a sketch holds no keys: name the candidates)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
 			if err := queryKeys(cands); err != nil {
 				return err
 			}
 			if k < 1 {
 				return usageError("--k must be at least 1")
+			}
+			if o.several() {
+				// Several collectors: add their sketches up, rank the
+				// candidates in the merged sketch.
+				l, err := o.lookups(cmd.Context())
+				if err != nil {
+					return err
+				}
+				m, err := l.SketchCounters(cmd.Context(), store, epoch)
+				if err != nil {
+					return o.fail(err)
+				}
+				res := make([]client.SketchEstimate, 0, len(cands))
+				for _, c := range cands {
+					e, err := m.Estimate(c)
+					if err != nil {
+						return usageError("--key %q: %v", c, err)
+					}
+					res = append(res, e)
+				}
+				slices.SortStableFunc(res, func(a, b client.SketchEstimate) int { return cmp.Compare(b.Estimate, a.Estimate) })
+				return printEstimates(cmd, o, res[:min(k, len(res))])
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
 			}
 			res, err := c.SketchTopK(cmd.Context(), store, cands, k, epoch)
 			if err != nil {

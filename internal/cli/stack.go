@@ -10,6 +10,7 @@ import (
 
 	"github.com/dta-go/dta/internal/admit"
 	"github.com/dta-go/dta/internal/config"
+	"github.com/dta-go/dta/internal/fanout"
 	"github.com/dta-go/dta/internal/ingest"
 	"github.com/dta-go/dta/internal/intmap"
 	"github.com/dta-go/dta/internal/memop"
@@ -24,6 +25,20 @@ type translatorStack struct {
 	tr   *translator.Translator
 	in   *ingest.Ingest
 	gate *admit.Gate // allow_sources and the per-source rate limits
+
+	// With several collectors: one translator per collector (trs[0] is
+	// tr), each over its uplink, behind the router.
+	trs    []*translator.Translator
+	ups    []*uplink.Uplink
+	router *fanout.Router
+}
+
+// translators returns every translator of the stack.
+func (s *translatorStack) translators() []*translator.Translator {
+	if s.trs != nil {
+		return s.trs
+	}
+	return []*translator.Translator{s.tr}
 }
 
 // newTranslatorStack builds the translator over descs writing to sink and
@@ -71,8 +86,13 @@ func (s *translatorStack) intMapper() *intmap.Mapper {
 // (every other list restarts at 0). After a collector restart the stores are
 // new, empty or restored from checkpoints; either way their heads are these.
 func (s *translatorStack) resumeAppendHeads(heads [][]store.ListHead) {
-	for i, d := range s.tr.Stores() {
-		w := s.tr.AppendWriter(i)
+	s.resumeAppendHeadsOf(s.tr, heads)
+}
+
+// resumeAppendHeadsOf is resumeAppendHeads for one translator of the stack.
+func (s *translatorStack) resumeAppendHeadsOf(tr *translator.Translator, heads [][]store.ListHead) {
+	for i, d := range tr.Stores() {
+		w := tr.AppendWriter(i)
 		if w == nil {
 			continue
 		}
@@ -165,6 +185,20 @@ func (g *group) wait() error {
 	<-g.ctx.Done()
 	g.wg.Wait()
 	return g.err
+}
+
+// watchMember is watchUplink for collector i of a fan-out stack: its
+// translator resumes that collector's Append heads when it restarts.
+func watchMember(g *group, up *uplink.Uplink, st *translatorStack, i int) {
+	up.OnRestart(func() { st.resumeAppendHeadsOf(st.trs[i], up.Heads()) })
+	g.run("uplink", func(ctx context.Context) error {
+		select {
+		case err := <-up.Fatal():
+			return err
+		case <-ctx.Done():
+			return nil
+		}
+	})
 }
 
 // watchUplink restarts the translator's Append heads when the collector

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"time"
 
@@ -92,9 +91,15 @@ metrics server. SIGHUP reloads them without a restart (docs/OPERATIONS.md,
 }
 
 func runTranslator(ctx context.Context, f *config.File, load func() (*config.File, error), hup <-chan os.Signal, logger *slog.Logger, out io.Writer) error {
-	rq, err := f.RequesterConfig(netip.AddrPort{})
+	targets, err := f.Targets()
 	if err != nil {
 		return usageError("%v", err)
+	}
+	rqs := make([]rdma.RequesterConfig, len(targets))
+	for i, t := range targets {
+		if rqs[i], err = f.RequesterConfig(t.Addr); err != nil {
+			return usageError("%v", err)
+		}
 	}
 	sec, err := readSecurity(f)
 	if err != nil {
@@ -104,33 +109,47 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 	if err != nil {
 		return usageError("%v", err)
 	}
-	up, err := uplink.Dial(ctx, rq, logger)
-	if err != nil {
-		var rej *rdma.RejectError
-		if errors.As(err, &rej) && rej.Reason == roce.RejectConsumerDefined {
-			return fmt.Errorf("%w (the collector refuses this translator: is its address in the collector's collector.allow_translators?)", err)
+	ups := make([]*uplink.Uplink, len(targets))
+	for i, t := range targets {
+		up, err := uplink.Dial(ctx, rqs[i], logger.With("collector", t.Name))
+		if err != nil {
+			var rej *rdma.RejectError
+			if errors.As(err, &rej) && rej.Reason == roce.RejectConsumerDefined {
+				return fmt.Errorf("%w (the collector refuses this translator: is its address in the collector's collector.allow_translators?)", err)
+			}
+			return fmt.Errorf("collector %s: %w", t.Name, err)
 		}
-		return err
+		defer up.Close()
+		ups[i] = up
 	}
-	defer up.Close()
-	st, err := newTranslatorStack(f, up.Descriptors(), up.Sink(), logger)
-	if err != nil {
-		return err
+	up := ups[0]
+	var st *translatorStack
+	reg := metrics.NewRegistry()
+	if len(ups) == 1 {
+		if st, err = newTranslatorStack(f, up.Descriptors(), up.Sink(), logger); err != nil {
+			return err
+		}
+		st.resumeAppendHeads(up.Heads()) // the collector may hold entries already
+		if err := reg.Register(st.metrics()); err != nil {
+			return err
+		}
+		if err := reg.Register(metrics.Requester{R: up.Requester()}); err != nil {
+			return err
+		}
+	} else {
+		if st, err = newFanoutStack(f, targets, ups, logger); err != nil {
+			return err
+		}
+		if err := st.registerFanoutMetrics(reg); err != nil {
+			return err
+		}
 	}
-	st.resumeAppendHeads(up.Heads()) // the collector may hold entries already
 	var late lateTranslator
 	late.p.Store(st)
-	reg := metrics.NewRegistry()
-	if err := reg.Register(st.metrics()); err != nil {
-		return err
-	}
-	if err := reg.Register(metrics.Requester{R: up.Requester()}); err != nil {
-		return err
-	}
 	if err := reg.Register(metrics.HTTPGuard{G: guard}); err != nil {
 		return err
 	}
-	exp, err := startExport(f, nil, st.tr, reg, logger) // paths only: the stores are the collector's
+	exp, err := startExport(f, nil, st.translators(), reg, logger) // paths only: the stores are the collector's
 	if err != nil {
 		return err
 	}
@@ -147,17 +166,32 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 	mux.Handle("GET /metrics", reg.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		status, code := "ok", http.StatusOK
-		if !up.Requester().Connected() {
+		var down []string
+		for i, u := range ups {
+			if !u.Requester().Connected() {
+				down = append(down, targets[i].Name)
+			}
+		}
+		switch {
+		case len(down) == len(ups):
 			status, code = "collector unreachable", http.StatusServiceUnavailable
+		case len(down) > 0:
+			status = "degraded" // the others go on; the down ones reconnect
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "collector": f.Translator.Collector, "stores": len(up.Descriptors())})
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "collector": f.Translator.Collector, "stores": len(up.Descriptors()), "down": down})
 	})
 	srv := guard.NewServer(mux, slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
 
 	g := newGroup(ctx)
-	watchUplink(g, up, &late)
+	if len(ups) == 1 {
+		watchUplink(g, up, &late)
+	} else {
+		for i, u := range ups {
+			watchMember(g, u, st, i)
+		}
+	}
 	g.run("metrics", func(ctx context.Context) error {
 		go func() { <-ctx.Done(); srv.Close() }()
 		if err := guard.Serve(srv, ln); err != http.ErrServerClosed {
@@ -177,12 +211,20 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 	err = g.wait()
 	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if ferr := up.Flush(fctx); ferr != nil {
-		logger.Warn("ops not acknowledged at shutdown", "err", ferr)
+	for i, u := range ups {
+		if ferr := u.Flush(fctx); ferr != nil {
+			logger.Warn("ops not acknowledged at shutdown", "collector", targets[i].Name, "err", ferr)
+		}
 	}
 	exp.stop() // after the translator wrote out its held paths
-	s := st.tr.Stats()
-	fmt.Fprintf(out, "dta translator: stopped after %d datagrams, %d reports applied, %d dropped\n",
-		s.Datagrams, sum(s.Reports[:]), s.Dropped())
+	var datagrams, applied, dropped uint64
+	for _, tr := range st.translators() {
+		s := tr.Stats()
+		datagrams, applied, dropped = datagrams+s.Datagrams, applied+sum(s.Reports[:]), dropped+s.Dropped()
+	}
+	if st.router != nil {
+		datagrams = st.router.Stats().Datagrams.Load()
+	}
+	fmt.Fprintf(out, "dta translator: stopped after %d datagrams, %d reports applied, %d dropped\n", datagrams, applied, dropped)
 	return err
 }

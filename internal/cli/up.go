@@ -233,7 +233,7 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	if err := col.Metrics().Register(st.metrics()); err != nil {
 		return err
 	}
-	exp, err := startExport(f, col.Catalog(), st.tr, col.Metrics(), logger)
+	exp, err := startExport(f, col.Catalog(), st.translators(), col.Metrics(), logger)
 	if err != nil {
 		g.cancel()
 		g.wait()

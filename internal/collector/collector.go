@@ -15,7 +15,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/dta-go/dta/internal/admit"
@@ -46,6 +48,12 @@ type Config struct {
 	// at New, checkpointed while Run runs and once more when it ends, with
 	// past checkpoints queryable (?at=, GET /v1/epochs). Nil: memory only.
 	Durability *snapshot.Config
+	// Name is the collector's name in a partition map shared by translators,
+	// DART reporters and query clients (GET /healthz tells it). "" names it
+	// by its RoCEv2 address (the host name and port when that address is
+	// unspecified), as a translator names a collector it was given only by
+	// address.
+	Name string
 	// Guard is who may call the HTTP server, over what, and within which
 	// limits. Zero Limits take httpguard.DefaultLimits; the guard's Admin
 	// and Stream are set here (resets need an admin token; long polls and
@@ -64,6 +72,7 @@ type Collector struct {
 	resp   *rdma.Responder
 	logger *slog.Logger
 	start  time.Time
+	name   string
 
 	durable *snapshot.Durable // nil: memory only
 }
@@ -127,6 +136,19 @@ func New(cfg Config, logger *slog.Logger) (*Collector, error) {
 		if err := c.startResponder(*cfg.RDMA); err != nil {
 			c.Close()
 			return nil, err
+		}
+	}
+	c.name = cfg.Name
+	if c.name == "" {
+		host, _ := os.Hostname()
+		c.name = host
+		if c.resp != nil {
+			a := c.resp.LocalAddr()
+			if a.Addr().IsUnspecified() {
+				c.name = net.JoinHostPort(host, strconv.Itoa(int(a.Port())))
+			} else {
+				c.name = a.String()
+			}
 		}
 	}
 	ui, err := web.New()
@@ -231,6 +253,9 @@ func (c *Collector) RDMAAddr() netip.AddrPort {
 	return c.resp.LocalAddr()
 }
 
+// Name is the collector's name in a partition map (Config.Name).
+func (c *Collector) Name() string { return c.name }
+
 // Catalog returns the stores; it is also the local sink.
 func (c *Collector) Catalog() *store.Catalog { return c.cat }
 
@@ -245,6 +270,7 @@ func (c *Collector) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"status": "ok",
+		"name":   c.name,
 		"stores": len(c.cat.Stores()),
 		"uptime": time.Since(c.start).Round(time.Second).String(),
 	})

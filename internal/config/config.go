@@ -59,6 +59,7 @@ type Log struct {
 type Collector struct {
 	HTTP      string `yaml:"http"`
 	RDMA      string `yaml:"rdma"`
+	Name      string `yaml:"name"`
 	HugePages string `yaml:"hugepages"`
 	Prefault  bool   `yaml:"prefault"`
 

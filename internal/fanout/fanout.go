@@ -60,6 +60,7 @@ type Stats struct {
 // Router routes reports to the translators of their collectors.
 type Router struct {
 	cfg     Config
+	copies  []atomic.Uint64 // per member
 	members []Member
 	pm      *partition.Map
 	seq     *translator.Sequencer
@@ -89,7 +90,7 @@ func New(cfg Config, members []Member) (*Router, error) {
 	if cfg.MaxReporters <= 0 {
 		cfg.MaxReporters = 65536
 	}
-	r := &Router{cfg: cfg, members: members, pm: pm, seq: translator.NewSequencer(cfg.MaxReporters), wake: make(chan struct{}, 1)}
+	r := &Router{cfg: cfg, members: members, copies: make([]atomic.Uint64, len(members)), pm: pm, seq: translator.NewSequencer(cfg.MaxReporters), wake: make(chan struct{}, 1)}
 	for _, m := range members {
 		go func(c <-chan struct{}) {
 			for range c {
@@ -108,6 +109,12 @@ func (r *Router) Map() *partition.Map { return r.pm }
 
 // Members returns the collectors.
 func (r *Router) Members() []Member { return r.members }
+
+// CopiesTo counts the reports handed to member i's translator.
+func (r *Router) CopiesTo(i int) uint64 { return r.copies[i].Load() }
+
+// Replicas returns how many collectors hold each key.
+func (r *Router) Replicas() int { return r.cfg.Replicas }
 
 // Stats returns the router's counters.
 func (r *Router) Stats() *Stats { return &r.stats }
@@ -188,7 +195,7 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 		}
 		if err != nil {
 			w.r.stats.Malformed.Add(1)
-			w.ws[0].AddReport(&dta.Report{}) // counted as unknown_opcode by the first translator
+			w.ws[0].Drop(err, from, now) // counted by reason by the first translator
 			if w.dg.Done() {
 				break
 			}
@@ -221,6 +228,7 @@ func (w *Worker) AddReport(rep *dta.Report) {
 			w.ws[o].BeginAdapted(w.from, w.now)
 		}
 		w.ws[o].AddReport(rep)
+		w.r.copies[o].Add(1)
 	}
 	w.r.stats.Copies.Add(uint64(len(w.owners)))
 }

@@ -157,15 +157,9 @@ func (c Translator) Collect(ch chan<- prometheus.Metric) {
 		counter(ch, ruleErrs, st.Errors.Load(), r.Name, src)
 	}
 	if l := c.Listener; l != nil {
-		u := l.Stats()
-		counter(ch, udpDesc["datagrams"], u.Datagrams.Load())
-		counter(ch, udpDesc["bytes"], u.Bytes.Load())
-		counter(ch, udpDesc["batches"], u.Batches.Load())
-		counter(ch, udpDesc["truncated"], u.Truncated.Load())
-		counter(ch, udpDesc["read_errors"], u.ReadErrors.Load())
-		counter(ch, udpDesc["reply_errors"], u.ReplyErrors.Load())
-		counter(ch, udpDesc["kernel_drops"], l.KernelDrops())
+		collectUDP(ch, l)
 	}
+
 }
 
 // Catalog exports the collector's stores and its local sink's counters.

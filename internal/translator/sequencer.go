@@ -31,3 +31,7 @@ func (s *Sequencer) Check(dst []byte, from netip.AddrPort, seq uint8) (apply boo
 	}
 	return true, 0, dta.Ack{Seq: seq}.AppendTo(dst)
 }
+
+// Drop counts a report a front end could not decode (by the error's reason),
+// as Handle would have.
+func (w *Worker) Drop(err error, from netip.AddrPort, now int64) { w.drop(err, from, now) }
