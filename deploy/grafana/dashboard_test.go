@@ -339,6 +339,12 @@ var notOnDashboard = map[string]string{}
 // with the setting that makes them appear; the dashboard may use them.
 var onlyWhenConfigured = map[string]string{
 	"dta_http_tls_certificate_expiry_seconds": "http.tls_cert and http.tls_key",
+	"dta_fanout_datagrams_total":              "dta translator --collector A,B,C (several collectors)",
+	"dta_fanout_reports_total":                "dta translator --collector A,B,C (several collectors)",
+	"dta_fanout_copies_total":                 "dta translator --collector A,B,C (several collectors)",
+	"dta_fanout_malformed_total":              "dta translator --collector A,B,C (several collectors)",
+	"dta_fanout_collector_up":                 "dta translator --collector A,B,C (several collectors)",
+	"dta_fanout_replicas":                     "dta translator --collector A,B,C (several collectors)",
 }
 
 func TestEveryMetricTheDashboardUsesIsExported(t *testing.T) {

@@ -42,7 +42,8 @@ metrics server. SIGHUP reloads them without a restart (docs/OPERATIONS.md,
 "Security").`,
 		Example: `  dta translator --collector 192.0.2.10:4791
   dta translator --collector 127.0.0.1:4791 --listen :40040 --http :8041
-  dta translator --config dta.yaml        # translator.collector set in the file`,
+  dta translator --config dta.yaml        # translator.collector set in the file
+  dta translator --collector c1=10.0.0.1:4791,c2=10.0.0.2:4791,c3=10.0.0.3:4791   # keys partitioned over three`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			hup, stopHUP := notifyHUP()
@@ -80,7 +81,7 @@ metrics server. SIGHUP reloads them without a restart (docs/OPERATIONS.md,
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&configPath, "config", "c", "", "YAML configuration file (default: the embedded defaults)")
-	fl.StringVar(&collectorAddr, "collector", "", "the collector's RoCEv2 address IP:PORT (overrides translator.collector)")
+	fl.StringVar(&collectorAddr, "collector", "", "the collector's RoCEv2 address IP:PORT, or several as [NAME=]IP:PORT,... over which keys are partitioned (overrides translator.collector)")
 	fl.StringVar(&listen, "listen", ":40040", "UDP address for DTA reports (overrides translator.listen)")
 	fl.StringVar(&intListen, "int-listen", "", "also receive P4.org INT telemetry reports on this UDP `address` (overrides translator.int_listen)")
 	fl.StringSliceVar(&exportBrokers, "export-brokers", nil, "export the Postcarding paths this translator writes out to these Kafka `brokers` (host:port,...; overrides export.brokers)")

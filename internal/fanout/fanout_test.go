@@ -1,0 +1,191 @@
+package fanout
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"testing"
+
+	"github.com/dta-go/dta/internal/region"
+	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/internal/translator"
+	"github.com/dta-go/dta/partition"
+	"github.com/dta-go/dta/sketch"
+	"github.com/dta-go/dta/wire/dta"
+)
+
+// cluster is n collectors' catalogues, each written by its own translator,
+// behind one router.
+type cluster struct {
+	cats   []*store.Catalog
+	router *Router
+	w      *Worker
+	names  []string
+}
+
+func newCluster(t *testing.T, n, replicas int) *cluster {
+	t.Helper()
+	descs, err := store.DescribeAll([]store.Config{
+		{Name: "keywrite", ID: 1, Primitive: "keywrite", Default: true, Slots: 1 << 16, ValueSize: 4, Redundancy: 2},
+		{Name: "append", ID: 4, Primitive: "append", Default: true, Lists: 8, Capacity: 256, EntrySize: 4, Batch: 1},
+		{Name: "sketchmerge", ID: 10, Primitive: "sketchmerge", Default: true, Rows: 3, Columns: 256, Epochs: 3},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{}
+	var members []Member
+	for i := range n {
+		rc := region.DefaultConfig()
+		rc.HugePages = region.HugePagesOff
+		cat, err := store.Open(descs, rc, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cat.Close() })
+		tc := translator.DefaultConfig()
+		tr, err := translator.New(tc, cat.Descriptors(), cat, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "c" + string(rune('1'+i))
+		c.cats, c.names = append(c.cats, cat), append(c.names, name)
+		members = append(members, Member{Name: name, Tr: tr})
+	}
+	if c.router, err = New(Config{Replicas: replicas}, members); err != nil {
+		t.Fatal(err)
+	}
+	c.w = c.router.NewWorker().(*Worker)
+	return c
+}
+
+var from = netip.MustParseAddrPort("192.0.2.1:9")
+
+func (c *cluster) send(t *testing.T, h dta.Header, reps ...dta.Report) []byte {
+	t.Helper()
+	var bw dta.BatchWriter
+	bw.Reset(make([]byte, 0, 1500), h)
+	for i := range reps {
+		if err := bw.Add(&reps[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reply := c.w.Handle(bw.Bytes(), from, 1)
+	c.router.FlushAll()
+	return reply
+}
+
+func key(k uint32) []byte { return binary.BigEndian.AppendUint32(nil, k) }
+
+func TestKeysGoToTheirOwnerAndReplicasOnly(t *testing.T) {
+	for _, replicas := range []int{1, 2} {
+		c := newCluster(t, 3, replicas)
+		pm, _ := partition.New(c.names)
+		for k := uint32(1); k <= 200; k++ {
+			c.send(t, dta.Header{}, dta.Report{Opcode: dta.OpKeyWrite, Redundancy: 2, Key: key(k), Value: key(k * 10)})
+		}
+		for k := uint32(1); k <= 200; k++ {
+			holders := pm.Owners(nil, key(k), replicas)
+			for i, cat := range c.cats {
+				res, _ := cat.ByName("keywrite").KeyWrite.Query(le(k), 0, 0, nil)
+				want := contains(holders, i)
+				if got := res.Status.String() == "found"; got != want {
+					t.Fatalf("replicas %d: key %d on %s: found %v, want %v (holders %v)", replicas, k, c.names[i], got, want, holders)
+				}
+			}
+		}
+		if got := c.router.Stats().Copies.Load(); got != uint64(200*replicas) {
+			t.Errorf("%d copies handed out, want %d", got, 200*replicas)
+		}
+	}
+}
+
+// le is a compat key's hashed bytes for Key-Write (little-endian).
+func le(k uint32) []byte { return binary.LittleEndian.AppendUint32(nil, k) }
+
+func contains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func TestAppendListsLiveOnTheirOwner(t *testing.T) {
+	c := newCluster(t, 3, 1)
+	pm, _ := partition.New(c.names)
+	for i := range 80 {
+		c.send(t, dta.Header{}, dta.Report{Opcode: dta.OpAppend, List: uint32(i % 8), Value: key(uint32(i))})
+	}
+	for l := uint32(0); l < 8; l++ {
+		for i, cat := range c.cats {
+			h, _ := cat.ByName("append").Append.Head(l)
+			want := uint64(0)
+			if pm.ListOwner(l) == i {
+				want = 10
+			}
+			if h != want {
+				t.Errorf("list %d on %s: head %d, want %d", l, c.names[i], h, want)
+			}
+		}
+	}
+}
+
+func TestTheCollectorsSketchesAddUpToTheWholeSketch(t *testing.T) {
+	c := newCluster(t, 3, 1)
+	g := sketch.Geometry{Rows: 3, Columns: 256, Kind: sketch.CountMin}
+	sk, _ := sketch.New(g)
+	for i := range 3000 {
+		sk.Update(key(uint32(i*i%501)), 1)
+	}
+	var reps []dta.Report
+	sk.Runs(16, func(r sketch.Run) error {
+		v := make([]byte, 0, 8*len(r.Counters))
+		for _, x := range r.Counters {
+			v = binary.BigEndian.AppendUint64(v, uint64(x))
+		}
+		reps = append(reps, dta.Report{Opcode: dta.OpSketchExt, Epoch: 4, Row: uint8(r.Row), Column: uint32(r.Column), Value: v})
+		return nil
+	})
+	for _, r := range reps {
+		c.send(t, dta.Header{}, r)
+	}
+	spread := 0
+	for r := range g.Rows {
+		sum := make([]int64, g.Columns)
+		for _, cat := range c.cats {
+			row, err := cat.ByName("sketchmerge").SketchMerge.Row(4, r, nil)
+			if err != nil {
+				continue // a collector that got no run of epoch 4 holds no copy of it
+			}
+			spread++
+			for i, v := range row {
+				sum[i] += v
+			}
+		}
+		for i := range sum {
+			if sum[i] != sk.Row(r)[i] {
+				t.Fatalf("row %d column %d: collectors add up to %d, want %d", r, i, sum[i], sk.Row(r)[i])
+			}
+		}
+	}
+	if spread < 2*g.Rows {
+		t.Errorf("the runs went to fewer than two collectors per row (%d row copies)", spread)
+	}
+}
+
+func TestRetransmittableDatagramsAreCheckedOnceAndAcked(t *testing.T) {
+	c := newCluster(t, 2, 1)
+	h := dta.Header{Flags: dta.FlagRetransmit, Seq: 0}
+	r := dta.Report{Opcode: dta.OpKeyWrite, Redundancy: 1, Key: key(1), Value: key(2)}
+	if reply := c.send(t, h, r); len(reply) != 2 || reply[0] != 0 || reply[1] != 0 {
+		t.Fatalf("first datagram: reply %x, want ACK 0", reply)
+	}
+	h.Seq = 2 // 1 is missing
+	if reply := c.send(t, h, r); len(reply) != 2 || reply[0] != 0 || reply[1]&0x80 == 0 {
+		t.Fatalf("after a gap: reply %x, want NACK 0", reply)
+	}
+	if got := c.router.Stats().Reports.Load(); got != 1 {
+		t.Errorf("%d reports routed, want 1 (the NACKed datagram is not applied)", got)
+	}
+}
