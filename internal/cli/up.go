@@ -16,6 +16,8 @@ import (
 	"github.com/dta-go/dta/internal/memop"
 	"github.com/dta-go/dta/internal/metrics"
 	"github.com/dta-go/dta/internal/uplink"
+	"github.com/dta-go/dta/sketch"
+	"github.com/dta-go/dta/wire/dta"
 )
 
 type upOptions struct {
@@ -260,7 +262,13 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	g.run("translator", st.in.Run)
 	if o.demo {
 		g.run("demo", func(ctx context.Context) error {
-			return runDemo(ctx, st.in.LocalAddr(), o.demoRate, out, logger)
+			var sk *sketch.Geometry
+			for _, d := range descs {
+				if d.Primitive == dta.SketchMerge && d.Default {
+					sk = &d.SketchMerge.Geometry
+				}
+			}
+			return runDemo(ctx, st.in.LocalAddr(), o.demoRate, sk, out, logger)
 		})
 	}
 	<-g.ctx.Done()
