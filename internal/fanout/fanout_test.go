@@ -22,7 +22,7 @@ type cluster struct {
 	names  []string
 }
 
-func newCluster(t *testing.T, n, replicas int) *cluster {
+func newCluster(t testing.TB, n, replicas int) *cluster {
 	t.Helper()
 	descs, err := store.DescribeAll([]store.Config{
 		{Name: "keywrite", ID: 1, Primitive: "keywrite", Default: true, Slots: 1 << 16, ValueSize: 4, Redundancy: 2},
