@@ -66,6 +66,9 @@ type Router struct {
 	seq     *translator.Sequencer
 	wake    chan struct{}
 	stats   Stats
+	// newestEpoch is the newest Sketch-Merge epoch seen per store id, +1
+	// (0: none), so that a new epoch is opened on every collector.
+	newestEpoch [1 << 16]atomic.Uint64
 }
 
 // New builds a router over members (at least one; names distinct).
@@ -221,6 +224,9 @@ func (w *Worker) BeginAdapted(from netip.AddrPort, now int64) {
 // AddReport hands rep to the translators of its collectors.
 func (w *Worker) AddReport(rep *dta.Report) {
 	w.r.stats.Reports.Add(1)
+	if rep.Opcode == dta.OpSketchExt {
+		w.r.openEverywhere(rep.Store, rep.Epoch)
+	}
 	w.owners = w.r.route(w.owners[:0], rep, &w.key)
 	for _, o := range w.owners {
 		if !w.used[o] {
@@ -239,6 +245,26 @@ func (w *Worker) EndAdapted() {
 		if u {
 			w.ws[i].EndAdapted()
 		}
+	}
+}
+
+// openEverywhere opens Sketch-Merge epoch e of store on every collector the
+// first time the router sees it, so that each collector's copy of the epoch
+// exists (and the previous one closes) even where no run of it lands; the
+// collectors' sketches then add up epoch by epoch.
+func (r *Router) openEverywhere(store uint16, e uint32) {
+	n := &r.newestEpoch[store]
+	for {
+		old := n.Load()
+		if old != 0 && uint64(e)+1 <= old {
+			return
+		}
+		if n.CompareAndSwap(old, uint64(e)+1) {
+			break
+		}
+	}
+	for _, m := range r.members {
+		_ = m.Tr.OpenSketchEpoch(store, e) // a failure is the report's own drop at that collector
 	}
 }
 

@@ -83,6 +83,10 @@ func (w *Worker) sketch(idx uint16, r *dta.Report) error {
 // what that writes before returning, so that no counter of e can reach the
 // sink before its copy is clear.
 func (w *Worker) openEpoch(st *sketchState, idx uint16, e uint32) error {
+	return w.t.openSketch(st, idx, e)
+}
+
+func (t *Translator) openSketch(st *sketchState, idx uint16, e uint32) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	open, err := st.open.Accept(e)
@@ -91,10 +95,28 @@ func (w *Worker) openEpoch(st *sketchState, idx uint16, e uint32) error {
 	}
 	st.batch.Reset()
 	st.open.Open(st.batch, idx, e)
-	if err := w.t.sink.Apply(st.batch.Ops); err != nil {
+	if err := t.sink.Apply(st.batch.Ops); err != nil {
 		return fmt.Errorf("%w: opening sketch epoch %d: %w", ErrSink, e, err)
 	}
 	st.newest.Store(int64(e))
 	st.opens.Add(1)
 	return nil
+}
+
+// OpenSketchEpoch opens epoch e in the Sketch-Merge store with id store (0:
+// the default one) if it is newer than the newest opened, as a report of it
+// would: a front end over several collectors calls it on every collector's
+// translator when one of them sees a new epoch, so that every collector's
+// copy of the epoch exists (and the previous one closes) even where no run
+// of it lands.
+func (t *Translator) OpenSketchEpoch(store uint16, e uint32) error {
+	idx, err := t.route(&dta.Report{Store: store}, dta.SketchMerge)
+	if err != nil {
+		return err
+	}
+	st := t.sketches[idx]
+	if n := st.newest.Load(); n >= 0 && int64(e) <= n {
+		return nil
+	}
+	return t.openSketch(st, idx, e)
 }
