@@ -24,7 +24,7 @@ func TestLayering(t *testing.T) {
 		{pkg: "sketch", stdOnly: true},
 		{pkg: "wire/intreport", stdOnly: true},
 		{pkg: "internal/intmap", deny: []string{"net", "os", "flag", "log/slog", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus", mod + "internal/translator"}},
-		{pkg: "internal/wire/roce", stdOnly: true},
+		{pkg: "wire/roce", stdOnly: true},
 		{pkg: "internal/admit", stdOnly: true},
 		{pkg: "internal/httpguard", deny: []string{mod + "internal/query", mod + "internal/store", mod + "internal/config", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus"}},
 		{pkg: "internal/httpguard/guardtest", stdOnly: true},

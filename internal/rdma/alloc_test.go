@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/dta-go/dta/internal/memop"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 func skipAllocsUnderRace(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/memop"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // BenchmarkApply measures Apply through a loopback responder running in a

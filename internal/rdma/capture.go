@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // capture writes the packets an endpoint sends and receives to a pcap

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/admit"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // DefaultServiceID is the CM service ID a responder listens on and a

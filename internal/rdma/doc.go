@@ -3,7 +3,7 @@
 // side, executing RDMA WRITE, WRITE with immediate and FETCH_ADD into
 // registered memory regions, and a [Requester] on the translator side that
 // turns memory operations ([memop.Op]) into those packets. Bytes in, bytes
-// out: packets are encoded and checked by internal/wire/roce, memory is
+// out: packets are encoded and checked by wire/roce, memory is
 // internal/region. The package knows nothing about DTA stores or
 // primitives; what a collector advertises to its translators is an opaque
 // byte string.

@@ -3,7 +3,7 @@ package rdma
 import (
 	"errors"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // Errors returned, unwrapped, by the data path and wrapped at the

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/memop"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // seedPackets are valid packets of every kind the endpoints see.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // rawPeer is a hand-driven requester for tests: it builds every packet

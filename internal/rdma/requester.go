@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/ratelog"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // Target is where a store lives in the collector's memory, as learned from

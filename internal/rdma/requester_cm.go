@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // The active side of the CM handshake, and the receive queue that takes

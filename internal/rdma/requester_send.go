@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/memop"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 var _ memop.Sink = (*Requester)(nil)

@@ -17,7 +17,7 @@ import (
 	"github.com/dta-go/dta/internal/admit"
 	"github.com/dta-go/dta/internal/ratelog"
 	"github.com/dta-go/dta/internal/region"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // Immediate is the completion of an RDMA WRITE with immediate, delivered

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/admit"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // The passive side of the CM handshake and the advertisement SEND.

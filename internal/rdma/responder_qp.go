@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"net/netip"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 type qpState uint8

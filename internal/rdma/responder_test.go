@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/region"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // hostileSetup is a responder with three MRs over patterned regions and a

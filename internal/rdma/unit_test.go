@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 func TestRegisteredMRsHaveDistinctAlignedVAsAndRandomKeys(t *testing.T) {

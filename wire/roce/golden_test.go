@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 var (

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // wellFormed reports whether a decoded packet's bytes are exactly what

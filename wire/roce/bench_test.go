@@ -3,7 +3,7 @@ package roce_test
 import (
 	"testing"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 func BenchmarkAppendDatagramWrite64(b *testing.B) {

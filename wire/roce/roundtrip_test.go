@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // knownOpcodes lists every opcode of the table, in numeric order.

@@ -16,7 +16,7 @@ func TestImportsOnlyTheStandardLibrary(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no Go files found: %v", err)
 	}
-	const self = "github.com/dta-go/dta/internal/wire/roce"
+	const self = "github.com/dta-go/dta/wire/roce"
 	fset := token.NewFileSet()
 	for _, name := range files {
 		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 func noAllocs(t *testing.T, name string, f func()) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 var (
