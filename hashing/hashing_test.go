@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/hashing"
 )
 
 // le32 is a 32-bit compat key as Key-Write hashes it (little-endian).

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/hashing"
 )
 
 // sharedSlotStats draws keys random 13-byte keys (IPv4 5-tuples) and, over

@@ -5,7 +5,7 @@ import (
 	"hash/crc32"
 	"testing"
 
-	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/hashing"
 )
 
 // benchKeyLens are a compat key (4 B), an IPv4 5-tuple (13 B) and an IPv6

@@ -25,6 +25,11 @@
 //
 // The functions are pure, allocate nothing, and are pinned by golden vectors in
 // testdata/. Changing any output is a breaking change of the memory layout.
+//
+// The package is public because a DART reporter (package reporter, direct
+// mode) writes slots itself, without a translator: it must place them exactly
+// where translators write and queries read, so it calls these functions, not
+// a copy of them.
 package hashing
 
 import (

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/hashing"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden.json from the current code")
@@ -69,7 +69,7 @@ func goldenKeys() [][]byte {
 func hex32(v uint32) string { return fmt.Sprintf("%08x", v) }
 
 func computeGolden() golden {
-	g := golden{Comment: "Golden vectors of internal/hashing. Regenerate with: go test ./internal/hashing -run TestGolden -update. " +
+	g := golden{Comment: "Golden vectors of hashing. Regenerate with: go test ./hashing -run TestGolden -update. " +
 		"Any change here changes where stores place data: it breaks every existing store and remote translator."}
 	for _, key := range goldenKeys() {
 		g.CRC32C = append(g.CRC32C, keyedVector(hashing.CRC32C, key))
