@@ -28,6 +28,10 @@ func TestLayering(t *testing.T) {
 		{pkg: "internal/intmap", deny: []string{"net", "os", "flag", "log/slog", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus", mod + "internal/translator"}},
 		{pkg: "wire/roce", stdOnly: true},
 		{pkg: "wire/advert", stdOnly: true, also: []string{"wire/dta", "hashing"}},
+		// The RoCEv2 requester is public (DART reporters write without a
+		// translator): the standard library and the codec only.
+		{pkg: "rdma/sock", stdOnly: true, also: []string{"wire/roce"}},
+		{pkg: "rdma/requester", stdOnly: true, also: []string{"wire/roce", "rdma/sock"}},
 		{pkg: "internal/admit", stdOnly: true},
 		{pkg: "internal/httpguard", deny: []string{mod + "internal/query", mod + "internal/store", mod + "internal/config", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus"}},
 		{pkg: "internal/httpguard/guardtest", stdOnly: true},

@@ -135,7 +135,7 @@ func BenchmarkResponderHandle(b *testing.B) {
 				i++
 				if i%32 == 0 {
 					resp.flushACKs()
-					resp.tx.n = 0 // built, not sent
+					resp.tx.Discard() // built, not sent
 				}
 			}
 		})

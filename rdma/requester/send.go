@@ -1,15 +1,12 @@
-package rdma
+package requester
 
 import (
 	"context"
 	"log/slog"
 	"time"
 
-	"github.com/dta-go/dta/internal/memop"
 	"github.com/dta-go/dta/wire/roce"
 )
-
-var _ memop.Sink = (*Requester)(nil)
 
 // window holds the packets sent and not yet acknowledged, oldest first,
 // as sealed bytes ready to resend. Slot i from head has PSN una+i.
@@ -22,7 +19,9 @@ type window struct {
 
 type slot struct {
 	buf    []byte
-	atomic bool
+	atomic bool   // a FETCH_ADD or COMPARE_SWAP whose result is awaited
+	kind   Kind   // of an atomic
+	id     uint64 // of an atomic: its Op.ID
 }
 
 func newWindow(n, size int) window {
@@ -58,32 +57,35 @@ func (r *Requester) resetWindow() {
 	r.stats.SendPSN.Store(r.sendPSN)
 }
 
-// Apply sends ops in order as RDMA WRITE (FIRST/MIDDLE/LAST above the path
-// MTU), WRITE with immediate and FETCH_ADD packets. It returns once they
-// are sent (not acknowledged: see Flush), blocking while the window or the
-// atomic limit is full. It stops at the first op it cannot send and
-// returns ErrUnknownTarget, ErrOutOfRange, ErrMisaligned or ErrBadOp (the
-// ops before it are sent), or ErrNotConnected if the connection is down.
-// It is safe for concurrent use; concurrent calls are serialised.
-func (r *Requester) Apply(ops []memop.Op) error { return r.apply(ops, true) }
+// Post sends ops in order as RDMA WRITE (FIRST/MIDDLE/LAST above the path
+// MTU), WRITE with immediate, FETCH_ADD and COMPARE_SWAP packets. Their
+// bytes are copied: ops and their Data may be reused once Post returns. It
+// returns once they are sent (not acknowledged: see Flush; atomics report
+// their results through OnAtomic), blocking while the window or the atomic
+// limit is full. It stops at the first op it cannot send and returns
+// ErrUnknownTarget, ErrOutOfRange, ErrMisaligned or ErrBadOp (the ops
+// before it are sent), or ErrNotConnected if the connection is down.
+// Concurrent calls are serialised. It does not allocate once the window is
+// warm.
+func (r *Requester) Post(ops []Op) error { return r.post(ops, true) }
 
-// ApplyDeferred is Apply without the send at the end (memop.Deferrer): the
-// ops' packets are numbered and queued in order, and go out with the next
-// Apply, Push, full send queue or full window, or at the latest at the next
-// tick of the retransmission timer.
-func (r *Requester) ApplyDeferred(ops []memop.Op) error { return r.apply(ops, false) }
+// PostDeferred is Post without the send at the end: the ops' packets are
+// numbered and queued in order, and go out with the next Post, Push, full
+// send queue or full window, or at the latest at the next tick of the
+// retransmission timer. A caller with many small batches (a translator
+// applying a datagram's reports) pays one system call per Push instead of
+// one per batch.
+func (r *Requester) PostDeferred(ops []Op) error { return r.post(ops, false) }
 
-// Push sends the packets that ApplyDeferred queued.
+// Push sends the packets that PostDeferred queued.
 func (r *Requester) Push() {
 	r.mu.Lock()
 	r.flushTx()
 	r.mu.Unlock()
 }
 
-var _ memop.Deferrer = (*Requester)(nil)
-
-// apply posts ops in order and, when send is set, sends what it queued.
-func (r *Requester) apply(ops []memop.Op, send bool) error {
+// post posts ops in order and, when send is set, sends what it queued.
+func (r *Requester) post(ops []Op, send bool) error {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	r.mu.Lock()
@@ -99,19 +101,20 @@ func (r *Requester) apply(ops []memop.Op, send bool) error {
 	r.now = now
 	for i := range ops {
 		op := &ops[i]
-		if int(op.Store) >= len(targets) {
+		if int(op.Target) >= len(targets) {
 			r.stats.Refused.Add(1)
 			r.flushTx()
 			return ErrUnknownTarget
 		}
-		t := &targets[op.Store]
+		t := &targets[op.Target]
 		if err := checkOp(op, t); err != nil {
 			r.stats.Refused.Add(1)
 			r.flushTx()
 			return err
 		}
+		atomic := op.atomic()
 		npk := 1
-		if op.Kind != memop.FetchAdd && len(op.Data) > r.pmtu {
+		if !atomic && len(op.Data) > r.pmtu {
 			npk = (len(op.Data) + r.pmtu - 1) / r.pmtu
 		}
 		if r.bucket != nil {
@@ -129,7 +132,6 @@ func (r *Requester) apply(ops []memop.Op, send bool) error {
 				}
 			}
 		}
-		atomic := op.Kind == memop.FetchAdd
 		for k := range npk {
 			for r.win.n == len(r.win.slots) || atomic && r.atomicsOut >= r.maxAtomic {
 				r.stats.WindowFull.Add(1)
@@ -139,15 +141,17 @@ func (r *Requester) apply(ops []memop.Op, send bool) error {
 					return r.stateErr()
 				}
 			}
-			r.post(op, t, k, npk, i == len(ops)-1 && k == npk-1)
+			r.postPacket(op, t, k, npk, i == len(ops)-1 && k == npk-1)
 		}
 		switch op.Kind {
-		case memop.Write:
+		case Write:
 			r.stats.Writes.Add(1)
-		case memop.WriteImm:
+		case WriteImm:
 			r.stats.WriteImms.Add(1)
-		default:
+		case FetchAdd:
 			r.stats.FetchAdds.Add(1)
+		default:
+			r.stats.CompareSwaps.Add(1)
 		}
 	}
 	if send {
@@ -166,14 +170,14 @@ func (r *Requester) stateErr() error {
 }
 
 // checkOp validates op against its target.
-func checkOp(op *memop.Op, t *Target) error {
+func checkOp(op *Op, t *Target) error {
 	n := op.Len()
 	switch op.Kind {
-	case memop.Write, memop.WriteImm:
+	case Write, WriteImm:
 		if n > 1<<31 {
 			return ErrBadOp
 		}
-	case memop.FetchAdd:
+	case FetchAdd, CompareSwap:
 		if op.Offset%8 != 0 || t.VA%8 != 0 {
 			return ErrMisaligned
 		}
@@ -186,9 +190,9 @@ func checkOp(op *memop.Op, t *Target) error {
 	return nil
 }
 
-// post encodes packet k of npk of op into the next window slot and queues
-// it. Called with mu held and room in the window.
-func (r *Requester) post(op *memop.Op, t *Target, k, npk int, lastOfCall bool) {
+// postPacket encodes packet k of npk of op into the next window slot and
+// queues it. Called with mu held and room in the window.
+func (r *Requester) postPacket(op *Op, t *Target, k, npk int, lastOfCall bool) {
 	w := &r.win
 	s := w.at(w.n)
 	psn := r.sendPSN
@@ -196,12 +200,17 @@ func (r *Requester) post(op *memop.Op, t *Target, k, npk int, lastOfCall bool) {
 	pkt := roce.Packet{BTH: roce.BTH{PKey: roce.DefaultPKey, DestQP: r.remoteQPN, PSN: psn}}
 	pkt.BTH.AckReq = lastOfCall || r.sinceAckReq >= r.cfg.AckEvery || w.n+1 == len(w.slots)
 	va := t.VA + op.Offset
-	if op.Kind == memop.FetchAdd {
+	switch op.Kind {
+	case FetchAdd:
 		pkt.BTH.Opcode = roce.OpFetchAdd
 		pkt.BTH.AckReq = true
-		pkt.AtomicETH = roce.AtomicETH{VA: va, RKey: t.RKey, SwapAdd: op.Delta}
-	} else {
-		imm := op.Kind == memop.WriteImm
+		pkt.AtomicETH = roce.AtomicETH{VA: va, RKey: t.RKey, SwapAdd: op.Add}
+	case CompareSwap:
+		pkt.BTH.Opcode = roce.OpCompareSwap
+		pkt.BTH.AckReq = true
+		pkt.AtomicETH = roce.AtomicETH{VA: va, RKey: t.RKey, SwapAdd: op.Swap, Compare: op.Compare}
+	default:
+		imm := op.Kind == WriteImm
 		lo := k * r.pmtu
 		pkt.Payload = op.Data[lo:min(lo+r.pmtu, len(op.Data))]
 		reth := roce.RETH{VA: va, RKey: t.RKey, DMALen: uint32(len(op.Data))}
@@ -225,7 +234,7 @@ func (r *Requester) post(op *memop.Op, t *Target, k, npk int, lastOfCall bool) {
 	}
 	s.buf = pkt.AppendTo(s.buf[:0])
 	_ = r.out.Seal(s.buf)
-	s.atomic = op.Kind == memop.FetchAdd
+	s.atomic, s.kind, s.id = op.atomic(), op.Kind, op.ID
 	if w.n == 0 {
 		r.lastProgress = r.now
 	}
@@ -234,7 +243,7 @@ func (r *Requester) post(op *memop.Op, t *Target, k, npk int, lastOfCall bool) {
 		r.atomicsOut++
 	}
 	r.sendPSN = (psn + 1) & roce.PSNMask
-	r.timer.arm()
+	r.timer.Arm()
 	r.stats.Packets.Add(1)
 	r.stats.Bytes.Add(uint64(len(s.buf)))
 	r.send(s.buf)
@@ -254,29 +263,33 @@ func (r *Requester) onResponse(p *roce.Packet) {
 		if p.BTH.Opcode == roce.OpAtomicACK {
 			st.AtomicACKs.Add(1)
 			st.LastAtomic.Store(p.AtomicAckETH.OrigData)
-			r.ackThrough(psn, true)
+			r.ackThrough(psn, true, p.AtomicAckETH.OrigData)
 		} else {
 			st.ACKs.Add(1)
-			r.ackThrough(psn, false)
+			r.ackThrough(psn, false, 0)
 		}
 	case roce.SyndromeRNRNAK:
 		st.RNRNAKs.Add(1)
-		r.ackThrough((psn-1)&roce.PSNMask, false)
+		if !r.ackThrough((psn-1)&roce.PSNMask, false, 0) {
+			return
+		}
 		if r.win.index(psn) == 0 {
 			r.rnrAt = r.now + int64(roce.RNRTimer(syn.Value()))
 			r.rnrPSN = psn
 			r.lastProgress = r.rnrAt
 		}
 	case roce.SyndromeNAK:
-		r.ackThrough((psn-1)&roce.PSNMask, false)
 		if syn == roce.NAKPSNSequenceError {
 			st.NAKSequence.Add(1)
-			// The responder NAKs a gap once; a second NAK for the same PSN
-			// within a timeout is a duplicate, and the resend is under way.
-			if r.goBackPSN == psn && r.now-r.goBackAt < int64(r.cfg.Timeout) {
-				return
-			}
-			r.goBackN(psn)
+		}
+		if !r.ackThrough((psn-1)&roce.PSNMask, false, 0) {
+			// An atomic before psn lacks its response: the resend from it,
+			// under way, covers psn too (and draws this NAK again if the
+			// op at psn is refused).
+			return
+		}
+		if syn == roce.NAKPSNSequenceError {
+			r.resendFrom(psn)
 			return
 		}
 		switch syn {
@@ -291,41 +304,110 @@ func (r *Requester) onResponse(p *roce.Packet) {
 		// the rest of its message, if any): drop it and go on.
 		if r.win.index(psn) == 0 {
 			st.OpsFailed.Add(1)
-			r.ackThrough(psn, false)
+			r.dropHead()
 		}
-		if ok, sup := r.limiter.Allow(logNAK, r.now); ok {
+		if ok, sup := r.limiter.allow(logNAK, r.now); ok {
 			r.logger.LogAttrs(context.Background(), slog.LevelWarn, "rdma requester: op refused by the collector",
 				slog.String("nak", syn.String()), slog.Uint64("psn", uint64(psn)), slog.Uint64("suppressed", sup))
 		}
 	}
 }
 
-// ackThrough completes every packet up to and including psn. An ACK
-// for a PSN outside the window (old, or never sent) changes nothing.
-// atomicACK says psn's own ATOMIC ACK is the one completing it.
-func (r *Requester) ackThrough(psn uint32, atomicACK bool) {
+// ackThrough completes every packet up to and including psn; an ACK for a
+// PSN outside the window (old, or never sent) changes nothing. atomicACK
+// says psn's own ATOMIC ACK, carrying orig, is the one completing it. An
+// atomic before that whose ATOMIC ACK has not come stops it: that response
+// was lost or is late, and, as IBA has a requester do for atomics and
+// READs (an implied NAK), the window is resent from the atomic; the
+// responder answers the duplicate from its saved result without executing
+// it again. It returns false then.
+func (r *Requester) ackThrough(psn uint32, atomicACK bool, orig uint64) bool {
 	w := &r.win
 	d := w.index(psn)
 	if d < 0 {
-		return
+		return true
 	}
+	stopped := false
+	freed := 0
 	for i := 0; i <= d; i++ {
 		s := w.at(0)
 		if s.atomic {
-			r.atomicsOut--
 			if !atomicACK || i != d {
-				r.stats.AtomicsLost.Add(1)
+				stopped = true
+				break
 			}
+			r.atomicsOut--
+			s.atomic = false
+			r.complete(s, orig, nil)
 		}
 		w.head = (w.head + 1) % len(w.slots)
 		w.n--
+		freed++
 	}
-	w.una = (psn + 1) & roce.PSNMask
+	if freed > 0 {
+		w.una = (w.una + uint32(freed)) & roce.PSNMask
+		r.retries = 0
+		r.lastProgress = r.now
+		r.stats.InFlight.Store(int64(w.n))
+		r.stats.AckedPSN.Store(w.una)
+		r.cond.Broadcast()
+	}
+	if stopped && r.resendFrom(w.una) {
+		r.stats.AtomicsLost.Add(1)
+	}
+	return !stopped
+}
+
+// dropHead removes the oldest packet, refused by the responder, from the
+// window; an atomic completes with ErrRefused.
+func (r *Requester) dropHead() {
+	w := &r.win
+	s := w.at(0)
+	if s.atomic {
+		r.atomicsOut--
+		s.atomic = false
+		r.complete(s, 0, ErrRefused)
+	}
+	w.head = (w.head + 1) % len(w.slots)
+	w.n--
+	w.una = (w.una + 1) & roce.PSNMask
 	r.retries = 0
 	r.lastProgress = r.now
 	r.stats.InFlight.Store(int64(w.n))
 	r.stats.AckedPSN.Store(w.una)
 	r.cond.Broadcast()
+}
+
+// complete hands an atomic's outcome to OnAtomic's function.
+func (r *Requester) complete(s *slot, orig uint64, err error) {
+	if fn := r.onAtomic.Load(); fn != nil {
+		(*fn)(Completion{ID: s.id, Kind: s.kind, Orig: orig, Err: err})
+	}
+}
+
+// failAtomics completes every atomic still in the window with
+// ErrNotConnected: the connection is gone.
+func (r *Requester) failAtomics() {
+	w := &r.win
+	for i := range w.n {
+		if s := w.at(i); s.atomic {
+			s.atomic = false
+			r.complete(s, 0, ErrNotConnected)
+		}
+	}
+	r.atomicsOut = 0
+}
+
+// resendFrom resends go-back-N from psn, unless a resend from psn began
+// less than a timeout ago (the responder NAKs a gap once: a second NAK, or
+// a second implied NAK, for the same PSN is a network duplicate or the
+// echo of the resend under way). It reports whether it resent.
+func (r *Requester) resendFrom(psn uint32) bool {
+	if r.goBackPSN == psn && r.now-r.goBackAt < int64(r.cfg.Timeout) {
+		return false
+	}
+	r.goBackN(psn)
+	return true
 }
 
 // goBackN resends every packet from psn on, asking for an ACK on the last.

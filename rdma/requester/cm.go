@@ -1,4 +1,4 @@
-package rdma
+package requester
 
 import (
 	"context"
@@ -164,7 +164,7 @@ func drainSignal(c chan struct{}) {
 // sendMAD queues the MAD in r.cmOut. Called with mu held.
 func (r *Requester) sendMAD() {
 	pkt := roce.CMPacket(0, r.cmOut.AppendTo(r.mad[:0]))
-	b := pkt.AppendTo(r.tx.buf())
+	b := pkt.AppendTo(r.tx.Buf())
 	if r.out.Seal(b) == nil {
 		r.send(b)
 	}
@@ -331,7 +331,7 @@ func (r *Requester) ackSend(syn roce.Syndrome, psn uint32) {
 		BTH:  roce.BTH{Opcode: roce.OpACK, PKey: roce.DefaultPKey, DestQP: r.remoteQPN, PSN: psn},
 		AETH: roce.AETH{Syndrome: syn, MSN: r.rqMSN},
 	}
-	b := pkt.AppendTo(r.tx.buf())
+	b := pkt.AppendTo(r.tx.Buf())
 	if r.out.Seal(b) == nil {
 		r.send(b)
 	}

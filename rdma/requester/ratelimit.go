@@ -1,9 +1,9 @@
-package rdma
+package requester
 
 import "time"
 
 // tokenBucket paces packets to rate per second with bursts of burst
-// packets. It is used by one goroutine at a time (Apply holds applyMu).
+// packets. It is used by one goroutine at a time (Post holds applyMu).
 type tokenBucket struct {
 	rate   float64 // tokens per nanosecond
 	burst  float64
