@@ -359,4 +359,3 @@ func TestDirectKeyWriteDoesNotAllocate(t *testing.T) {
 		flushDirect(t, d)
 	}
 }
-
