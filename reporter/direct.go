@@ -40,8 +40,12 @@ type DirectConfig struct {
 	// "[NAME=]IP:PORT,..." lists (a name defaults to the address).
 	Collectors []partition.Member
 	// Store is the name of the Key-Write store written on every
-	// collector; "" means each collector's default Key-Write store.
+	// collector; "" means each collector's default Key-Write store (or
+	// StoreID's).
 	Store string
+	// StoreID selects the store by its id (the store id of extended
+	// reports) when Store is empty; 0 means the default store.
+	StoreID uint16
 	// CompareSwap selects DART's §7 variant: a key's first copy is an RDMA
 	// WRITE, every further copy a COMPARE_SWAP of the slot's first 8 bytes
 	// against 0, so that it only takes an empty slot and never overwrites
@@ -214,11 +218,22 @@ func (d *Direct) store(adv []byte) ([]advert.Store, uint16, slotLayout, error) {
 		return nil, 0, slotLayout{}, err
 	}
 	i := advert.Find(stores, dta.KeyWrite, d.cfg.Store)
-	if i < 0 {
-		if d.cfg.Store == "" {
-			return nil, 0, slotLayout{}, fmt.Errorf("%w: the collector has no default Key-Write store", ErrNoStore)
+	if d.cfg.Store == "" && d.cfg.StoreID != 0 {
+		i = -1
+		for j := range stores {
+			if stores[j].ID == d.cfg.StoreID && stores[j].Primitive == dta.KeyWrite {
+				i = j
+			}
 		}
-		return nil, 0, slotLayout{}, fmt.Errorf("%w: %q", ErrNoStore, d.cfg.Store)
+	}
+	if i < 0 {
+		switch {
+		case d.cfg.Store != "":
+			return nil, 0, slotLayout{}, fmt.Errorf("%w: %q", ErrNoStore, d.cfg.Store)
+		case d.cfg.StoreID != 0:
+			return nil, 0, slotLayout{}, fmt.Errorf("%w: id %d", ErrNoStore, d.cfg.StoreID)
+		}
+		return nil, 0, slotLayout{}, fmt.Errorf("%w: the collector has no default Key-Write store", ErrNoStore)
 	}
 	s := &stores[i]
 	l, err := layoutOf(s)

@@ -323,6 +323,20 @@ func TestDirectRefusesWhatTheStoreCannotTake(t *testing.T) {
 	if _, err := reporter.DialDirect(ctx, cfg, nil); !errors.Is(err, reporter.ErrNoStore) {
 		t.Errorf("a Key-Increment store as the Key-Write store: %v", err)
 	}
+	cfg.Store, cfg.CompareSwap = "", false
+	for id, ok := range map[uint16]bool{2: true, 3: false, 9: false} {
+		cfg.StoreID = id
+		d, err := reporter.DialDirect(ctx, cfg, nil)
+		if (err == nil) != ok {
+			t.Errorf("store id %d: %v", id, err)
+		}
+		if err == nil {
+			if err := d.KeyWrite(compatKey(1), make([]byte, 8), 2); err != nil {
+				t.Errorf("store id %d takes 8-byte values: %v", id, err)
+			}
+			d.Close()
+		}
+	}
 	if err := (reporter.DirectConfig{}).Validate(); err == nil {
 		t.Error("a configuration without collectors validated")
 	}
