@@ -1,7 +1,7 @@
 // Package roce encodes and decodes RoCEv2 packets: the subset of the
 // InfiniBand transport over UDP/IP that Direct Telemetry Access uses to turn
-// telemetry reports into RDMA WRITE, WRITE with immediate and FETCH_ADD
-// operations, the ACK / NAK / ATOMIC ACK a responder returns, and the
+// telemetry reports into RDMA WRITE, WRITE with immediate, FETCH_ADD and
+// COMPARE_SWAP operations, the ACK / NAK / ATOMIC ACK a responder returns, and the
 // Communication Manager handshake (REQ, REP, RTU, REJ, MRA, DREQ, DREP) on
 // QP1 that sets up the connection. The byte-level facts it implements are
 // in spec/rocev2.md; field and opcode names follow the IBA specification.
@@ -28,7 +28,8 @@
 // Decoded slices alias the input and are valid only as long as it is.
 //
 // What it refuses to do: it keeps no connection or QP state (no PSN
-// windows, MSN, retransmission, memory regions: that is internal/rdma),
+// windows, MSN, retransmission, memory regions: that is rdma/requester and
+// the collector's responder, internal/rdma),
 // does no I/O beyond the io.Writer handed to PcapWriter, and does not
 // interpret payloads. Its decoders reject only what cannot be parsed
 // (truncation, TVer ≠ 0, unknown opcodes, a pad longer than the payload,
