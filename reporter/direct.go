@@ -310,6 +310,10 @@ func (d *Direct) Collectors() []CollectorKeys {
 // rather than only its rest keeps a slot that another key's first copy
 // overwrote meanwhile whole, never a mix of two keys.)
 //
+// Swap outcomes arrive asynchronously; the whole-slot write a swap calls
+// for goes out with the next KeyWrite or Flush, so a program that stops
+// writing calls Flush.
+//
 // It returns once the packets are sent, not acknowledged (see Flush),
 // blocking while a connection's window is full. Errors: ErrRedundancy,
 // ErrValueSize, ErrStoresChanged, the requester's (ErrNotConnected while a
