@@ -24,7 +24,8 @@
 // deployment.
 //
 // The package uses only the standard library, allocates nothing per call and
-// knows nothing of networks, stores or reports.
+// knows nothing of networks (beyond parsing "[NAME=]IP:PORT" lists into
+// members, ParseMembers), stores or reports.
 package partition
 
 import (

@@ -20,7 +20,7 @@ RMEM=$(cat /proc/sys/net/core/rmem_max)
 trap 'sysctl -qw net.core.rmem_max="$RMEM"' EXIT
 
 go build -o "$OUT/dta" ./cmd/dta
-for p in wire/dta internal/hashing internal/primitive/keywrite internal/primitive/keyincrement \
+for p in wire/dta hashing internal/primitive/keywrite internal/primitive/keyincrement \
     internal/primitive/postcard internal/primitive/appendlist internal/translator internal/region; do
     go test -c -o "$OUT/$(basename "$p").test" "./$p"
 done

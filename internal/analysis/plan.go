@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/internal/primitive/keyincrement"
 	"github.com/dta-go/dta/internal/primitive/keywrite"
 	"github.com/dta-go/dta/internal/primitive/postcard"
@@ -44,7 +44,7 @@ type Design struct {
 	// 32-bit checksums and slots. The bounds assume checksum and slot hashes
 	// independent, as with hashing.CRC32C; with hashing.CRC32 a 4-byte key
 	// never collides, while a longer key has only b − log2(slots) independent
-	// checksum bits (see internal/hashing), so lower ChecksumBits accordingly.
+	// checksum bits (see hashing), so lower ChecksumBits accordingly.
 	ChecksumBits int
 	// Hops is the Postcarding chunk length B, 1..hashing.MaxHops; 0 means
 	// DefaultHops.

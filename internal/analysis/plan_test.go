@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/internal/analysis"
-	"github.com/dta-go/dta/internal/hashing"
 	"github.com/dta-go/dta/internal/primitive/keyincrement"
 	"github.com/dta-go/dta/internal/primitive/keywrite"
 	"github.com/dta-go/dta/internal/primitive/postcard"

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/internal/primitive/appendlist"
 	"github.com/dta-go/dta/internal/primitive/keyincrement"
 	"github.com/dta-go/dta/internal/primitive/keywrite"

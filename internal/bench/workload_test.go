@@ -4,7 +4,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/wire/dta"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dta-go/dta/internal/wire/roce"
 	"github.com/dta-go/dta/wire/dta"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 type decodeOptions struct {

@@ -11,13 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // This file decodes RoCEv2 packets for dta decode: the BTH, the extended
 // headers its opcode carries, the payload, the ICRC (when the IP header is
 // known) and the CM MADs sent to QP1. Every byte is parsed by
-// internal/wire/roce; this file only chooses what to show and how.
+// wire/roce; this file only chooses what to show and how.
 
 // roceShortPayload is how many payload bytes the text output shows.
 const roceShortPayload = 16

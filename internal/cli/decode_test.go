@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dta-go/dta/internal/wire/roce"
 	"github.com/dta-go/dta/reporter"
 	"github.com/dta-go/dta/wire/dta"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // A tiny capture writer, enough to produce decode's input: classic pcap in

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/internal/analysis"
-	"github.com/dta-go/dta/internal/hashing"
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/wire/dta"
 )

@@ -192,6 +192,7 @@ func reportCheckRedundancy(n int) error {
 
 func newReportKeyWriteCmd() *cobra.Command {
 	o := &reportOptions{}
+	do := &directOptions{}
 	var key, value string
 	var n int
 	cmd := &cobra.Command{
@@ -200,13 +201,30 @@ func newReportKeyWriteCmd() *cobra.Command {
 		Long: `keywrite sends Key-Write reports: the translator writes (checksum, value) at
 --redundancy slots chosen by hashing the key; dta query keywrite reads it back.
 
+With --direct there is no translator: the command writes the slots itself
+into the memory of the collector that owns the key (DART), over RoCEv2 to
+every collector of --collectors (their RoCEv2 addresses, named exactly as the
+translators name them, since the name decides the owner). It learns each
+collector's stores from the advertisement the collector posts; --store picks
+one by id. With --cas, every copy after the first is a compare-and-swap that
+only takes an empty slot (DART §7; the store's slots must be a multiple of 8
+bytes). --keys N writes N keys counting up from --key, with values counting
+up from --value, and prints a summary.
+
 ` + reportKeyForms,
 		Example: `  dta report keywrite --key 1 --value 42
   dta report keywrite --key 7 --value 0x0000002a --redundancy 4 --immediate
   # a 12-byte value into store 5 (configured with value_size: 12):
   dta report keywrite --key tcp,10.0.0.1:5000,10.0.0.2:80 --value 0x000101010002010100030000 --store 5
-  dta report keywrite --key 1 --value 42 --to 192.0.2.10:40040 --count 10 -q`,
+  dta report keywrite --key 1 --value 42 --to 192.0.2.10:40040 --count 10 -q
+  # DART: straight into the memory of the collector that owns key 7
+  dta report keywrite --direct --collectors c1=192.0.2.10:4791,c2=192.0.2.11:4791 --key 7 --value 42
+  # 100000 keys 1.. with values 1000.., later copies by compare-and-swap
+  dta report keywrite --direct --collectors 192.0.2.10:4791,192.0.2.11:4791 --cas --key 1 --keys 100000 --value 1000`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := do.check(cmd, o); err != nil {
+				return err
+			}
 			k, err := parseReportKey(key)
 			if err != nil {
 				return err
@@ -218,10 +236,14 @@ func newReportKeyWriteCmd() *cobra.Command {
 			if err := reportCheckRedundancy(n); err != nil {
 				return err
 			}
+			if do.direct {
+				return runDirectKeyWrite(cmd, do, o, k, v, n)
+			}
 			return o.send(cmd, []dta.Report{reporter.KeyWrite(k, v, n, o.store)})
 		},
 	}
 	o.addFlags(cmd)
+	do.addFlags(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&key, "key", "", "the `KEY` (decimal, 0x hex, or a 5-tuple)")
 	fl.StringVar(&value, "value", "", "the `VALUE` (decimal → 4 bytes, or 0x hex bytes)")

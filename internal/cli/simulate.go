@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/internal/analysis/sim"
-	"github.com/dta-go/dta/internal/hashing"
 	"github.com/dta-go/dta/internal/primitive/postcard"
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"

@@ -19,7 +19,7 @@ import (
 	"github.com/dta-go/dta/internal/metrics"
 	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/uplink"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 func newTranslatorCmd() *cobra.Command {

@@ -194,7 +194,7 @@ func (c *Collector) startResponder(rc rdma.ResponderConfig) error {
 
 // NewResponder binds a software RoCEv2 responder serving cat's stores as the
 // collector does: every store registered as a memory region (remote write;
-// Key-Increment and Sketch-Merge stores also remote atomics), the store table posted as the
+// Key-Increment, Sketch-Merge and Key-Write stores also remote atomics), the store table posted as the
 // advertisement on every connection, and the immediates of writes with
 // immediate delivered as cat's notifications. The caller runs and closes it;
 // cat must outlive it. logger may be nil.
@@ -206,7 +206,12 @@ func NewResponder(cat *store.Catalog, rc rdma.ResponderConfig, logger *slog.Logg
 	var adv []store.Advertised
 	for _, s := range cat.Stores() {
 		access := rdma.AccessRemoteWrite
-		if s.Primitive == dta.KeyIncrement || s.Primitive == dta.SketchMerge {
+		switch s.Primitive {
+		case dta.KeyIncrement, dta.SketchMerge:
+			access |= rdma.AccessRemoteAtomic
+		case dta.KeyWrite:
+			// DART reporters of the compare-and-swap variant write a key's
+			// later copies only into empty slots (docs/PROTOCOL.md).
 			access |= rdma.AccessRemoteAtomic
 		}
 		mr, err := resp.RegisterMR(s.Name, s.Region, access)

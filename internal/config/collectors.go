@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
+
+	"github.com/dta-go/dta/partition"
 )
 
 // Target is one collector a translator writes to: its name in the
@@ -17,31 +18,19 @@ type Target struct {
 
 // ParseTargets parses a collector list "[NAME=]IP:PORT,..." (translator.collector,
 // --collector): one collector, or several over which keys are partitioned.
-// A collector without a NAME is named by its address.
+// A collector without a NAME is named by its address. The rule is
+// partition.ParseMembers', which DART reporters use too.
 func ParseTargets(s string) ([]Target, error) {
-	if strings.TrimSpace(s) == "" {
+	ms, err := partition.ParseMembers(s)
+	if errors.Is(err, partition.ErrNoMembers) {
 		return nil, errors.New("no collector address (set it, or pass --collector IP:4791)")
 	}
-	var out []Target
-	seen := map[string]bool{}
-	for _, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		name, addr, named := strings.Cut(item, "=")
-		if !named {
-			addr = item
-		}
-		ap, err := netip.ParseAddrPort(addr)
-		if err != nil {
-			return nil, fmt.Errorf("%q: want [NAME=]IP:PORT, e.g. c1=192.0.2.10:4791", item)
-		}
-		if !named {
-			name = ap.String()
-		}
-		if name == "" || seen[name] {
-			return nil, fmt.Errorf("%q: empty or repeated collector name", item)
-		}
-		seen[name] = true
-		out = append(out, Target{Name: name, Addr: ap})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Target, len(ms))
+	for i, m := range ms {
+		out[i] = Target{Name: m.Name, Addr: m.Addr}
 	}
 	return out, nil
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/internal/primitive/postcard"
 	"github.com/dta-go/dta/wire/dta"
 )

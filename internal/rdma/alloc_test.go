@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	"github.com/dta-go/dta/internal/memop"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/rdma/requester"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 func skipAllocsUnderRace(t *testing.T) {
@@ -55,6 +56,27 @@ func TestApplyDoesNotAllocate(t *testing.T) {
 		if n != 0 {
 			t.Errorf("Apply(%s) allocates %v times per call", c.name, n)
 		}
+	}
+	// COMPARE_SWAP, posted on the public requester, its completion handed
+	// to a callback.
+	var won uint64
+	q.OnAtomic(func(c requester.Completion) {
+		if c.Err == nil && c.Orig == 0 {
+			won++
+		}
+	})
+	swap := []requester.Op{{Kind: requester.CompareSwap, Offset: 512, Compare: 0, Swap: 1}}
+	for range 500 {
+		if err := q.Post(swap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := testing.AllocsPerRun(2000, func() {
+		if err := q.Post(swap); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("Post(compare-swap) allocates %v times per call", n)
 	}
 	flush(t, q)
 }

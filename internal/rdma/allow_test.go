@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/admit"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 func TestRevokedTranslatorsAreDisconnectedAndRefused(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/memop"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // BenchmarkApply measures Apply through a loopback responder running in a
@@ -135,7 +135,7 @@ func BenchmarkResponderHandle(b *testing.B) {
 				i++
 				if i%32 == 0 {
 					resp.flushACKs()
-					resp.tx.n = 0 // built, not sent
+					resp.tx.Discard() // built, not sent
 				}
 			}
 		})

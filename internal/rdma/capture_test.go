@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/dta-go/dta/internal/memop"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // tsharkCheck returns the path of shared/tools/tshark_check.sh, or skips

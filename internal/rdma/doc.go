@@ -1,12 +1,15 @@
 // Package rdma implements software RoCEv2 endpoints over real UDP sockets
 // (port 4791): a [Responder] that behaves like an RDMA NIC on the collector
-// side, executing RDMA WRITE, WRITE with immediate and FETCH_ADD into
-// registered memory regions, and a [Requester] on the translator side that
-// turns memory operations ([memop.Op]) into those packets. Bytes in, bytes
-// out: packets are encoded and checked by internal/wire/roce, memory is
-// internal/region. The package knows nothing about DTA stores or
-// primitives; what a collector advertises to its translators is an opaque
-// byte string.
+// side, executing RDMA WRITE, WRITE with immediate, FETCH_ADD and
+// COMPARE_SWAP into registered memory regions, and a [Requester] on the
+// translator side that turns memory operations ([memop.Op]) into those
+// packets. The requester itself is the public package rdma/requester
+// (which DART reporters use too); [Requester] wraps it as a memop sink, and
+// its configuration, statistics and errors are aliases of that package's.
+// Bytes in, bytes out: packets are encoded and checked by wire/roce, the
+// sockets are rdma/sock's, memory is internal/region. The package knows
+// nothing about DTA stores or primitives; what a collector advertises to
+// its translators is an opaque byte string.
 //
 // # Connection management
 //
@@ -67,8 +70,9 @@
 // The requester assigns consecutive PSNs from the REP's starting PSN and
 // keeps every packet it sends, sealed, in a window of Window slots until
 // it is acknowledged; an ACK or ATOMIC ACK for PSN n completes everything
-// up to n (an atomic covered by a later ACK is known to have executed,
-// though its original value is lost: Stats.AtomicsLost). It sets AckReq
+// up to n, except an atomic whose own ATOMIC ACK is missing: the requester
+// resends from it (an implied NAK) and gets the saved result (package
+// rdma/requester has the details). It sets AckReq
 // every AckEvery packets, on the last packet of each Apply call and on the
 // packet that fills the window, and limits atomics in flight to the REP's
 // responder resources, so that every duplicate atomic finds its saved

@@ -1,39 +1,31 @@
 package rdma
 
-import (
-	"errors"
-
-	"github.com/dta-go/dta/internal/wire/roce"
-)
+import "github.com/dta-go/dta/rdma/requester"
 
 // Errors returned, unwrapped, by the data path and wrapped at the
-// boundaries (Dial, RegisterMR).
+// boundaries (Dial, RegisterMR). The requester's are those of the public
+// package rdma/requester, so that errors.Is matches either name.
 var (
 	// ErrNotConnected: the requester has no established connection (it is
 	// reconnecting, or closed); the ops were not sent.
-	ErrNotConnected = errors.New("rdma: not connected")
+	ErrNotConnected = requester.ErrNotConnected
 	// ErrClosed: the endpoint was closed.
-	ErrClosed = errors.New("rdma: closed")
+	ErrClosed = requester.ErrClosed
 	// ErrUnknownTarget: an op names a store index with no Target.
-	ErrUnknownTarget = errors.New("rdma: op names a store with no target")
+	ErrUnknownTarget = requester.ErrUnknownTarget
 	// ErrOutOfRange: an op reaches beyond its target's length.
-	ErrOutOfRange = errors.New("rdma: op outside its target")
+	ErrOutOfRange = requester.ErrOutOfRange
 	// ErrMisaligned: a FETCH_ADD offset is not a multiple of 8.
-	ErrMisaligned = errors.New("rdma: atomic offset not 8-byte aligned")
+	ErrMisaligned = requester.ErrMisaligned
 	// ErrBadOp: an op of unknown kind, or a write longer than 2^31 bytes.
-	ErrBadOp = errors.New("rdma: invalid op")
+	ErrBadOp = requester.ErrBadOp
 	// ErrTimeout: the peer stopped answering (CM handshake or ACK timeout).
-	ErrTimeout = errors.New("rdma: timeout")
+	ErrTimeout = requester.ErrTimeout
 	// ErrAdvertisementTooLarge: the responder's advertisement exceeds
 	// RequesterConfig.MaxAdvertisement.
-	ErrAdvertisementTooLarge = errors.New("rdma: advertisement too large")
+	ErrAdvertisementTooLarge = requester.ErrAdvertisementTooLarge
 )
 
 // RejectError is returned by Dial when the responder answers the REQ with a
-// REJ.
-type RejectError struct {
-	Reason roce.RejectReason // the REJ's reason
-}
-
-// Error describes the rejection with its reason.
-func (e *RejectError) Error() string { return "rdma: connection rejected: " + e.Reason.String() }
+// REJ (requester.RejectError).
+type RejectError = requester.RejectError

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/rdma/sock"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // lossyProxy relays RoCEv2 between a requester and a responder, dropping,
@@ -18,8 +19,8 @@ import (
 // and reseals it for the next hop, as a NAT that knows RoCE would.
 type lossyProxy struct {
 	t      testing.TB
-	front  *sock // the requester's "collector"
-	back   *sock // talks to the responder
+	front  *sock.Conn // the requester's "collector"
+	back   *sock.Conn // talks to the responder
 	target netip.AddrPort
 
 	mu      sync.Mutex
@@ -53,13 +54,13 @@ func newLossyProxy(t testing.TB, target netip.AddrPort, seed uint64, drop, dup, 
 
 // newLossyProxyAt is newLossyProxy with the proxy's two addresses chosen.
 func newLossyProxyAt(t testing.TB, frontAddr, backAddr string, target netip.AddrPort, seed uint64, drop, dup, reorder float64) (*lossyProxy, error) {
-	front, err := listenSock(frontAddr, 4<<20, 0)
+	front, err := sock.Listen(frontAddr, 4<<20, 0)
 	if err != nil {
 		return nil, err
 	}
-	back, err := listenSock(backAddr, 4<<20, 0)
+	back, err := sock.Listen(backAddr, 4<<20, 0)
 	if err != nil {
-		front.close()
+		front.Close()
 		return nil, err
 	}
 	p := &lossyProxy{t: t, front: front, back: back, target: target,
@@ -67,14 +68,14 @@ func newLossyProxyAt(t testing.TB, frontAddr, backAddr string, target netip.Addr
 	p.wg.Go(func() { p.relay(0) })
 	p.wg.Go(func() { p.relay(1) })
 	t.Cleanup(func() {
-		front.close()
-		back.close()
+		front.Close()
+		back.Close()
 		p.wg.Wait()
 	})
 	return p, nil
 }
 
-func (p *lossyProxy) addr() netip.AddrPort { return p.front.local }
+func (p *lossyProxy) addr() netip.AddrPort { return p.front.LocalAddr() }
 
 func (p *lossyProxy) relay(dir int) {
 	in := p.front
@@ -83,7 +84,7 @@ func (p *lossyProxy) relay(dir int) {
 	}
 	buf := make([]byte, 9216)
 	for {
-		n, from, err := in.c.ReadFromUDPAddrPort(buf)
+		n, from, err := in.UDPConn().ReadFromUDPAddrPort(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -94,20 +95,20 @@ func (p *lossyProxy) relay(dir int) {
 		b := append([]byte(nil), buf[:n]...)
 		p.mu.Lock()
 		var rx, tx roce.Envelope
-		var out *sock
+		var out *sock.Conn
 		var to netip.AddrPort
 		if dir == 0 {
 			p.client = from
-			rx = roce.Envelope{Src: from.Addr(), Dst: p.front.local.Addr(), SrcPort: from.Port(), DstPort: p.front.local.Port()}
-			tx = roce.Envelope{Src: p.back.local.Addr(), Dst: p.target.Addr(), SrcPort: p.back.local.Port(), DstPort: p.target.Port()}
+			rx = roce.Envelope{Src: from.Addr(), Dst: p.front.LocalAddr().Addr(), SrcPort: from.Port(), DstPort: p.front.LocalAddr().Port()}
+			tx = roce.Envelope{Src: p.back.LocalAddr().Addr(), Dst: p.target.Addr(), SrcPort: p.back.LocalAddr().Port(), DstPort: p.target.Port()}
 			out, to = p.back, p.target
 		} else {
 			if from != p.target || !p.client.IsValid() {
 				p.mu.Unlock()
 				continue
 			}
-			rx = roce.Envelope{Src: from.Addr(), Dst: p.back.local.Addr(), SrcPort: from.Port(), DstPort: p.back.local.Port()}
-			tx = roce.Envelope{Src: p.front.local.Addr(), Dst: p.client.Addr(), SrcPort: p.front.local.Port(), DstPort: p.client.Port()}
+			rx = roce.Envelope{Src: from.Addr(), Dst: p.back.LocalAddr().Addr(), SrcPort: from.Port(), DstPort: p.back.LocalAddr().Port()}
+			tx = roce.Envelope{Src: p.front.LocalAddr().Addr(), Dst: p.client.Addr(), SrcPort: p.front.LocalAddr().Port(), DstPort: p.client.Port()}
 			out, to = p.front, p.client
 		}
 		var pkt roce.Packet
@@ -116,7 +117,7 @@ func (p *lossyProxy) relay(dir int) {
 			continue
 		}
 		p.count[dir]++
-		send := func(b []byte) { _, _ = out.c.WriteToUDPAddrPort(b, to) }
+		send := func(b []byte) { _, _ = out.UDPConn().WriteToUDPAddrPort(b, to) }
 		switch {
 		case p.dropIf != nil && p.dropIf(dir, p.count[dir], &pkt):
 			p.dropped[dir]++

@@ -8,14 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/rdma/sock"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // rawPeer is a hand-driven requester for tests: it builds every packet
 // itself, so it can send what a Requester never would.
 type rawPeer struct {
 	t        testing.TB
-	s        *sock
+	s        *sock.Conn
 	out, in  roce.Envelope
 	to       netip.AddrPort
 	qpn      uint32 // ours
@@ -36,15 +37,15 @@ func newRawPeer(t testing.TB, to netip.AddrPort) *rawPeer {
 	if to.Addr().Is6() {
 		host = "::1"
 	}
-	s, err := listenSock(net.JoinHostPort(host, "0"), 1<<20, 0)
+	s, err := sock.Listen(net.JoinHostPort(host, "0"), 1<<20, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.close() })
+	t.Cleanup(func() { s.Close() })
 	return &rawPeer{
 		t: t, s: s, to: to,
-		out:    roce.Envelope{Src: s.local.Addr(), Dst: to.Addr(), SrcPort: s.local.Port(), DstPort: to.Port()},
-		in:     roce.Envelope{Src: to.Addr(), Dst: s.local.Addr(), SrcPort: to.Port(), DstPort: s.local.Port()},
+		out:    roce.Envelope{Src: s.LocalAddr().Addr(), Dst: to.Addr(), SrcPort: s.LocalAddr().Port(), DstPort: to.Port()},
+		in:     roce.Envelope{Src: to.Addr(), Dst: s.LocalAddr().Addr(), SrcPort: to.Port(), DstPort: s.LocalAddr().Port()},
 		qpn:    0x123456,
 		rqPSN:  0xFFFFF0, // the advertisement crosses the PSN wrap
 		tid:    0xAABBCCDD00000001,
@@ -56,7 +57,7 @@ func newRawPeer(t testing.TB, to netip.AddrPort) *rawPeer {
 // sendBytes sends b as it is (no sealing).
 func (p *rawPeer) sendBytes(b []byte) {
 	p.t.Helper()
-	if _, err := p.s.c.WriteToUDPAddrPort(b, p.to); err != nil {
+	if _, err := p.s.UDPConn().WriteToUDPAddrPort(b, p.to); err != nil {
 		p.t.Fatal(err)
 	}
 }
@@ -87,9 +88,9 @@ func (p *rawPeer) recv(d time.Duration) (roce.Packet, bool) {
 	p.t.Helper()
 	deadline := time.Now().Add(d)
 	for {
-		p.s.c.SetReadDeadline(deadline)
+		p.s.UDPConn().SetReadDeadline(deadline)
 		b := p.buf[:cap(p.buf)]
-		n, from, err := p.s.c.ReadFromUDPAddrPort(b)
+		n, from, err := p.s.UDPConn().ReadFromUDPAddrPort(b)
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				return roce.Packet{}, false

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/memop"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 func TestAdvertisementSizes(t *testing.T) {

@@ -6,18 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/dta-go/dta/internal/admit"
 	"github.com/dta-go/dta/internal/ratelog"
 	"github.com/dta-go/dta/internal/region"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/rdma/sock"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // Immediate is the completion of an RDMA WRITE with immediate, delivered
@@ -48,9 +47,9 @@ type QPInfo struct {
 type Responder struct {
 	cfg     ResponderConfig
 	logger  *slog.Logger
-	s       *sock
-	rx      *rxq
-	capture *capture
+	s       *sock.Conn
+	rx      *sock.Receiver
+	capture *sock.Capture
 	stats   ResponderStats
 	guid    uint64
 	limiter *ratelog.Limiter
@@ -63,7 +62,7 @@ type Responder struct {
 	allow   atomic.Pointer[admit.Prefixes] // nil: every source
 
 	mu     sync.Mutex // guards everything below; held per receive batch
-	tx     *txq
+	tx     *sock.Sender
 	qps    map[uint32]*qp
 	byPeer map[netip.AddrPort]*qp
 	dirty  []*qp // QPs with an ACK to send at the end of the batch
@@ -80,7 +79,7 @@ type Responder struct {
 
 	running   atomic.Bool
 	done      chan struct{}
-	timer     *timer // handshake and advertisement deadlines; armed under mu
+	timer     *sock.Ticker // handshake and advertisement deadlines; armed under mu
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -106,29 +105,29 @@ func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s, err := listenSock(cfg.Addr, cfg.RecvBuffer, 0)
+	s, err := sock.Listen(cfg.Addr, cfg.RecvBuffer, 0)
 	if err != nil {
 		return nil, err
 	}
-	capt, err := newCapture(cfg.Capture, macResponder, macRequester)
+	capt, err := sock.NewCapture(cfg.Capture, sock.MACResponder, sock.MACRequester)
 	if err != nil {
-		s.close()
+		s.Close()
 		return nil, fmt.Errorf("rdma: capture: %w", err)
 	}
 	r := &Responder{
 		cfg:     cfg,
 		logger:  logger,
 		s:       s,
-		rx:      newRxq(s, cfg.BatchSize, cfg.MTU+maxHeaders+1),
+		rx:      sock.NewReceiver(s, cfg.BatchSize, cfg.MTU+maxHeaders+1),
 		capture: capt,
 		guid:    randomU64(),
 		limiter: ratelog.New(logger, logKeys, 10*time.Second),
-		tx:      newTxq(s, cfg.BatchSize, 320),
+		tx:      sock.NewSender(s, cfg.BatchSize, 320),
 		qps:     make(map[uint32]*qp),
 		byPeer:  make(map[netip.AddrPort]*qp),
 		mad:     make([]byte, 0, roce.MADLen),
 		done:    make(chan struct{}),
-		timer:   newTimer(cfg.Timeout / 4),
+		timer:   sock.NewTicker(cfg.Timeout / 4),
 	}
 	r.mrs.Store(&mrTable{byKey: map[uint32]*mr{}, byName: map[string]*mr{}, nextVA: newVABase()})
 	if !cfg.AllowTranslators.Any() {
@@ -136,13 +135,13 @@ func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) 
 	}
 	empty := []byte{}
 	r.adv.Store(&empty)
-	logger.Info("rdma responder listening", "addr", s.local.String(), "max_mtu", cfg.MTU, "max_qps", cfg.MaxQPs)
+	logger.Info("rdma responder listening", "addr", s.LocalAddr().String(), "max_mtu", cfg.MTU, "max_qps", cfg.MaxQPs)
 	return r, nil
 }
 
 // LocalAddr returns the address the responder is bound to, with the port
 // the kernel chose when the configured one was 0.
-func (r *Responder) LocalAddr() netip.AddrPort { return r.s.local }
+func (r *Responder) LocalAddr() netip.AddrPort { return r.s.LocalAddr() }
 
 // Stats returns the responder's live counters.
 func (r *Responder) Stats() *ResponderStats { return &r.stats }
@@ -275,7 +274,7 @@ func (r *Responder) Close() error {
 		r.flush()
 		r.mu.Unlock()
 		close(r.done)
-		r.closeErr = r.s.close()
+		r.closeErr = r.s.Close()
 	})
 	return r.closeErr
 }
@@ -285,7 +284,7 @@ func (r *Responder) Close() error {
 func (r *Responder) crash() {
 	r.closeOnce.Do(func() {
 		close(r.done)
-		r.closeErr = r.s.close()
+		r.closeErr = r.s.Close()
 	})
 }
 
@@ -300,13 +299,13 @@ func (r *Responder) closing() bool {
 
 func (r *Responder) readLoop() error {
 	for {
-		n, err := r.rx.read()
+		n, err := r.rx.Read()
 		if err != nil {
 			if r.closing() {
 				return nil
 			}
 			r.stats.ReadErrors.Add(1)
-			if transientErr(err) {
+			if sock.TransientError(err) {
 				if ok, sup := r.limiter.Allow(logRead, time.Now().UnixNano()); ok {
 					r.logger.Warn("rdma responder: read failed", "err", err, "suppressed", sup)
 				}
@@ -318,7 +317,7 @@ func (r *Responder) readLoop() error {
 		r.mu.Lock()
 		r.now = time.Now().UnixNano()
 		for i := range n {
-			b, from, dst, trunc := r.rx.get(i)
+			b, from, dst, trunc := r.rx.Datagram(i)
 			if trunc {
 				r.stats.Packets.Add(1)
 				r.stats.Truncated.Add(1)
@@ -338,7 +337,7 @@ func (r *Responder) readLoop() error {
 // quarter of the timeout while a QP has either pending; a new QP and an
 // advertisement sent wake it.
 func (r *Responder) timerLoop() {
-	r.timer.run(&r.mu, r.done, func() bool {
+	r.timer.Run(&r.mu, r.done, func() bool {
 		r.now = time.Now().UnixNano()
 		r.expire()
 		r.flush()
@@ -359,9 +358,9 @@ func (r *Responder) timing() bool {
 
 // flush sends the queued responses. Called with mu held.
 func (r *Responder) flush() {
-	before := r.tx.errs
-	_ = r.s.flush(r.tx)
-	if d := r.tx.errs - before; d > 0 {
+	before := r.tx.Errors()
+	_ = r.tx.Flush()
+	if d := r.tx.Errors() - before; d > 0 {
 		r.stats.SendErrors.Add(d)
 	}
 }
@@ -369,9 +368,9 @@ func (r *Responder) flush() {
 // queue adds a packet built in b (a tx scratch buffer or bytes that live
 // until the flush) to the send batch, from local to peer.
 func (r *Responder) queue(env *roce.Envelope, b []byte, to netip.AddrPort) {
-	r.capture.record(env, b, true)
-	r.tx.add(b, to, env.Src)
-	if r.tx.full() {
+	r.capture.Record(env, b, true)
+	r.tx.Add(b, to, env.Src)
+	if r.tx.Full() {
 		r.flush()
 	}
 }
@@ -398,7 +397,7 @@ func (r *Responder) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 			return
 		}
 	}
-	env := roce.Envelope{Src: from.Addr(), Dst: dst, SrcPort: from.Port(), DstPort: r.s.local.Port()}
+	env := roce.Envelope{Src: from.Addr(), Dst: dst, SrcPort: from.Port(), DstPort: r.s.LocalAddr().Port()}
 	if err := env.VerifyICRC(b); err != nil {
 		if err == roce.ErrICRC {
 			st.BadICRC.Add(1)
@@ -412,7 +411,7 @@ func (r *Responder) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 		st.Malformed.Add(1)
 		return
 	}
-	r.capture.record(&env, b, false)
+	r.capture.Record(&env, b, false)
 	if p.BTH.DestQP == roce.GSIQP {
 		if !allowed {
 			r.refuseCM(p, from, dst)
@@ -428,21 +427,4 @@ func (r *Responder) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 	}
 	q.lastActive = r.now
 	r.handleRC(q, p)
-}
-
-// transientErr reports whether a socket error leaves the socket usable.
-func transientErr(err error) bool {
-	if errors.Is(err, net.ErrClosed) {
-		return false
-	}
-	var errno syscall.Errno
-	if !errors.As(err, &errno) {
-		return false
-	}
-	switch errno {
-	case syscall.EINTR, syscall.EAGAIN, syscall.ECONNREFUSED, syscall.EHOSTUNREACH,
-		syscall.ENETUNREACH, syscall.ENOBUFS, syscall.ENOMEM:
-		return true
-	}
-	return false
 }

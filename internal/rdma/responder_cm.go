@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/admit"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // The passive side of the CM handshake and the advertisement SEND.
@@ -27,7 +27,7 @@ func (r *Responder) handleCM(p *roce.Packet, from netip.AddrPort, dst netip.Addr
 		st.CMDropped.Add(1)
 		return
 	}
-	env := roce.Envelope{Src: dst, Dst: from.Addr(), SrcPort: r.s.local.Port(), DstPort: from.Port()}
+	env := roce.Envelope{Src: dst, Dst: from.Addr(), SrcPort: r.s.LocalAddr().Port(), DstPort: from.Port()}
 	tid := r.cm.Header.TID
 	switch r.cm.Header.AttrID {
 	case roce.AttrREQ:
@@ -78,7 +78,7 @@ func (r *Responder) refuseCM(p *roce.Packet, from netip.AddrPort, dst netip.Addr
 		return
 	}
 	st.CMRejectNotAllowed.Add(1)
-	env := roce.Envelope{Src: dst, Dst: from.Addr(), SrcPort: r.s.local.Port(), DstPort: from.Port()}
+	env := roce.Envelope{Src: dst, Dst: from.Addr(), SrcPort: r.s.LocalAddr().Port(), DstPort: from.Port()}
 	r.reject(&env, &r.cm.REQ, r.cm.Header.TID, from, roce.RejectConsumerDefined)
 }
 
@@ -187,7 +187,7 @@ func (r *Responder) onREQ(req *roce.ConnectRequest, tid uint64, from netip.AddrP
 	}
 	r.qps[q.qpn] = q
 	r.byPeer[from] = q
-	r.timer.arm() // the RTU has a deadline
+	r.timer.Arm() // the RTU has a deadline
 	st.QPs.Add(1)
 	st.CMReplies.Add(1)
 	r.queue(&q.out, q.rep, from)
@@ -211,7 +211,7 @@ func (r *Responder) reject(env *roce.Envelope, req *roce.ConnectRequest, tid uin
 // sendCM queues the MAD m in a UD SEND to QP1.
 func (r *Responder) sendCM(env *roce.Envelope, m *roce.CM, to netip.AddrPort) {
 	pkt := roce.CMPacket(0, m.AppendTo(r.mad[:0]))
-	b := pkt.AppendTo(r.tx.buf())
+	b := pkt.AppendTo(r.tx.Buf())
 	if env.Seal(b) != nil {
 		return
 	}
@@ -319,7 +319,7 @@ func (r *Responder) pumpAdv(q *qp) {
 		q.advSentAt = r.now
 	}
 	if q.advUna < len(q.adv) {
-		r.timer.arm() // their acknowledgement has a deadline
+		r.timer.Arm() // their acknowledgement has a deadline
 	}
 }
 

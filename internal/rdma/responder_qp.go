@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"net/netip"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 type qpState uint8
@@ -205,7 +205,7 @@ func (r *Responder) respond(q *qp, op roce.Opcode, syn roce.Syndrome, psn uint32
 		AETH:         roce.AETH{Syndrome: syn, MSN: q.msn},
 		AtomicAckETH: roce.AtomicAckETH{OrigData: orig},
 	}
-	b := pkt.AppendTo(r.tx.buf())
+	b := pkt.AppendTo(r.tx.Buf())
 	if q.out.Seal(b) != nil {
 		return
 	}

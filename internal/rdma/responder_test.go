@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/region"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // hostileSetup is a responder with three MRs over patterned regions and a
@@ -232,7 +232,7 @@ func TestCMFloodIsRejectedAndCounted(t *testing.T) {
 	q0 := st.QPs.Load()
 	h.resp.mu.Lock()
 	for _, q := range h.resp.qps {
-		if q.peer != h.peer.s.local {
+		if q.peer != h.peer.s.LocalAddr() {
 			h.resp.destroy(q) // make room
 			break
 		}

@@ -1,6 +1,10 @@
 package rdma
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/dta-go/dta/rdma/requester"
+)
 
 // ResponderStats counts what a responder received, executed and answered.
 // Counters are live atomics; read them with Load at any time.
@@ -63,42 +67,6 @@ type ResponderStats struct {
 	ReadErrors atomic.Uint64 // failed receive calls
 }
 
-// RequesterStats counts what a requester sent and what came back.
-type RequesterStats struct {
-	Writes    atomic.Uint64 // WRITE ops sent (first transmission)
-	WriteImms atomic.Uint64 // WRITE with immediate ops sent
-	FetchAdds atomic.Uint64 // FETCH_ADD ops sent
-	Refused   atomic.Uint64 // ops refused by Apply: unknown target, out of range, misaligned
-
-	Packets     atomic.Uint64 // RDMA packets sent (first transmission)
-	Bytes       atomic.Uint64 // their UDP payload bytes
-	Retransmits atomic.Uint64 // packets resent (go-back-N)
-	Timeouts    atomic.Uint64 // ACK timeouts that triggered a resend
-	WindowFull  atomic.Uint64 // times Apply waited for the window or the atomic limit
-	RateWaits   atomic.Uint64 // times Apply waited for the rate limiter
-
-	ACKs        atomic.Uint64 // ACKs received
-	AtomicACKs  atomic.Uint64 // ATOMIC ACKs received
-	LastAtomic  atomic.Uint64 // original value carried by the latest ATOMIC ACK
-	AtomicsLost atomic.Uint64 // FETCH_ADDs acknowledged by a later ACK: executed, result unknown
-
-	NAKSequence          atomic.Uint64 // NAK PSN sequence error received
-	NAKInvalidRequest    atomic.Uint64 // NAK invalid request received
-	NAKRemoteAccess      atomic.Uint64 // NAK remote access error received
-	NAKRemoteOperational atomic.Uint64 // NAK remote operational error received
-	RNRNAKs              atomic.Uint64 // RNR NAKs received
-	OpsFailed            atomic.Uint64 // ops refused by the responder (class C NAK): dropped
-	OpsLost              atomic.Uint64 // packets unacknowledged when the connection went down
-
-	BadICRC   atomic.Uint64 // received packets with a wrong ICRC
-	Stray     atomic.Uint64 // received packets from another address, for another QP or undecodable
-	Connects  atomic.Uint64 // connections established, the first included
-	Reconnect atomic.Uint64 // connections lost (timeouts, DREQ, REJ)
-
-	InFlight atomic.Int64  // packets in the window now
-	SendPSN  atomic.Uint32 // next PSN to send
-	AckedPSN atomic.Uint32 // PSN of the oldest unacknowledged packet (= SendPSN when idle)
-
-	SendErrors atomic.Uint64 // datagrams the kernel refused to send
-	ReadErrors atomic.Uint64 // failed receive calls
-}
+// RequesterStats counts what a requester sent and what came back
+// (requester.Stats).
+type RequesterStats = requester.Stats

@@ -2,42 +2,12 @@ package rdma
 
 import (
 	"encoding/binary"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dta-go/dta/internal/memop"
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
-
-func TestTimerSleepsUntilArmed(t *testing.T) {
-	var mu sync.Mutex
-	done := make(chan struct{})
-	defer close(done)
-	tm := newTimer(time.Millisecond)
-	ticks := make(chan bool, 100)
-	busy := false
-	go tm.run(&mu, done, func() bool {
-		ticks <- busy
-		return busy
-	})
-	<-ticks // the first tick finds nothing to time: the loop sleeps
-	time.Sleep(30 * time.Millisecond)
-	if n := len(ticks); n != 0 {
-		t.Fatalf("%d ticks while nothing was pending", n)
-	}
-	mu.Lock()
-	busy = true
-	tm.arm()
-	mu.Unlock()
-	for range 3 { // armed: it ticks again, and keeps ticking while busy
-		select {
-		case <-ticks:
-		case <-time.After(10 * time.Second):
-			t.Fatal("no tick after arm")
-		}
-	}
-}
 
 // A requester and a responder whose timers have gone to sleep still recover
 // lost packets: the responder retransmits an advertisement packet the proxy

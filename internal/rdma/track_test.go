@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // A checkpoint writer or exporter that tracks a region must see every block

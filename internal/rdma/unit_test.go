@@ -2,9 +2,8 @@ package rdma
 
 import (
 	"testing"
-	"time"
 
-	"github.com/dta-go/dta/internal/wire/roce"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 func TestRegisteredMRsHaveDistinctAlignedVAsAndRandomKeys(t *testing.T) {
@@ -56,43 +55,8 @@ func TestRegisteredMRsHaveDistinctAlignedVAsAndRandomKeys(t *testing.T) {
 	}
 }
 
-func TestTokenBucket(t *testing.T) {
-	if newTokenBucket(0, 10, 0) != nil {
-		t.Fatal("rate 0 should mean no bucket")
-	}
-	b := newTokenBucket(1000, 10, 0) // 1000/s, burst 10
-	var waited time.Duration
-	for range 10 {
-		waited += b.take(1, 0)
-	}
-	if waited != 0 {
-		t.Errorf("the burst waited %v", waited)
-	}
-	if d := b.take(1, 0); d < 900*time.Microsecond || d > 1100*time.Microsecond {
-		t.Errorf("the 11th packet waits %v, want 1ms", d)
-	}
-	// After a second the bucket is full again, not fuller.
-	if d := b.take(10, int64(time.Second)); d != 0 {
-		t.Errorf("after a second, a burst waits %v", d)
-	}
-	if d := b.take(1, int64(time.Second)); d == 0 {
-		t.Error("the bucket holds more than its burst")
-	}
-}
-
 func TestDefaultServiceID(t *testing.T) {
 	if DefaultServiceID != roce.ServiceID(roce.PortSpaceTCP, roce.Port) {
 		t.Errorf("DefaultServiceID %#x", DefaultServiceID)
-	}
-}
-
-func TestTimeoutCode(t *testing.T) {
-	for _, c := range []struct {
-		d    time.Duration
-		want uint8
-	}{{0, 0}, {4096 * time.Nanosecond, 0}, {5 * time.Microsecond, 1}, {100 * time.Millisecond, 15}, {time.Hour, 30}, {100 * time.Hour, 31}} {
-		if got := timeoutCode(c.d); got != c.want {
-			t.Errorf("timeoutCode(%v) = %d, want %d", c.d, got, c.want)
-		}
 	}
 }

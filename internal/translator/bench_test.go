@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/internal/bench"
-	"github.com/dta-go/dta/internal/hashing"
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/internal/translator"

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/internal/analysis"
-	"github.com/dta-go/dta/internal/hashing"
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/wire/dta"
 )

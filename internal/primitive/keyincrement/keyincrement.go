@@ -15,7 +15,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/internal/memop"
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/wire/dta"

@@ -22,7 +22,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/internal/memop"
 	"github.com/dta-go/dta/wire/dta"
 )

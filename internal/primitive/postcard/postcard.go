@@ -23,7 +23,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/wire/dta"
 )
 

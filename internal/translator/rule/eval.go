@@ -7,7 +7,7 @@ import (
 	"math"
 	"math/bits"
 
-	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/wire/dta"
 )
 

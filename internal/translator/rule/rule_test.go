@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dta-go/dta/internal/hashing"
+	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/internal/translator/rule"
 	"github.com/dta-go/dta/wire/dta"

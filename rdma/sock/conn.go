@@ -1,0 +1,76 @@
+package sock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+)
+
+// Conn is one UDP socket of a RoCEv2 endpoint, set up as the package
+// documentation describes. Receive with a [Receiver], send with a [Sender].
+type Conn struct {
+	c        *net.UDPConn
+	rc       syscall.RawConn
+	local    netip.AddrPort // as bound; the address may be unspecified
+	v6       bool           // an AF_INET6 socket: IPv4 peers are v4-mapped
+	wildcard bool           // bound to an unspecified address: pick sources per packet
+}
+
+// Listen binds a UDP socket to addr ("host:port"; port 0 picks a free
+// one) and sets the options above. recvBuffer and sendBuffer are the
+// socket buffer sizes asked for, in bytes (0 keeps the kernel's default).
+func Listen(addr string, recvBuffer, sendBuffer int) (*Conn, error) {
+	var lc net.ListenConfig
+	pc, err := lc.ListenPacket(context.Background(), "udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("rdma: listen on %s: %w", addr, err)
+	}
+	c := pc.(*net.UDPConn)
+	rc, err := c.SyscallConn()
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("rdma: socket of %s: %w", addr, err)
+	}
+	ua := c.LocalAddr().(*net.UDPAddr)
+	local := netip.AddrPortFrom(ua.AddrPort().Addr().Unmap(), ua.AddrPort().Port())
+	s := &Conn{c: c, rc: rc, local: local, wildcard: local.Addr().IsUnspecified()}
+	if err := s.setOptions(recvBuffer, sendBuffer); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("rdma: socket options on %s: %w", addr, err)
+	}
+	return s, nil
+}
+
+// LocalAddr returns the address the socket is bound to (its IP may be
+// unspecified), IPv4-mapped addresses unmapped.
+func (s *Conn) LocalAddr() netip.AddrPort { return s.local }
+
+// UDPConn returns the underlying socket, for code that sends or receives
+// one datagram at a time (tests, tools) with the options Listen set.
+func (s *Conn) UDPConn() *net.UDPConn { return s.c }
+
+// Close closes the socket; a Read blocked on it returns an error that
+// TransientError reports as permanent.
+func (s *Conn) Close() error { return s.c.Close() }
+
+// TransientError reports whether a receive or send error leaves the socket
+// usable (an interrupted call, an ICMP error reported on the socket, a
+// short-lived lack of buffers), as opposed to a closed socket.
+func TransientError(err error) bool {
+	if errors.Is(err, net.ErrClosed) {
+		return false
+	}
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return false
+	}
+	switch errno {
+	case syscall.EINTR, syscall.EAGAIN, syscall.ECONNREFUSED, syscall.EHOSTUNREACH,
+		syscall.ENETUNREACH, syscall.ENOBUFS, syscall.ENOMEM:
+		return true
+	}
+	return false
+}

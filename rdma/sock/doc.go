@@ -1,0 +1,28 @@
+// Package sock is the network plumbing that both ends of a software RoCEv2
+// connection share around the codec (wire/roce): the UDP socket, set up so
+// that ICRCs match what the kernel sends; batched receive and send with
+// each datagram's addresses; a pcap capture of an endpoint's packets; and
+// the retransmission ticker that sleeps while nothing is outstanding. The
+// requester (rdma/requester, public) and the collector's responder
+// (internal/rdma) are built on it.
+//
+// # The socket and the ICRC
+//
+// The ICRC covers the IPv4 ID and DF bit, which a UDP socket neither sets
+// nor shows. [Listen] leaves the socket unconnected and sets
+// IP_PMTUDISC_DO, so that Linux sends every IPv4 packet with DF and ID 0,
+// and both ends compute and check ICRCs for that header (roce.Envelope
+// with ID 0 and NoDF false). It asks for each datagram's destination
+// address (IP_PKTINFO, IPV6_RECVPKTINFO), so that a socket bound to a
+// wildcard address answers from the address a packet came to, and sends
+// IPv4 with UDP checksum 0, as RoCEv2 NICs and rxe do (the ICRC protects
+// the packet). On Linux a [Receiver] reads up to a batch of datagrams per
+// recvmmsg call and a [Sender] sends its queue with sendmmsg; elsewhere
+// they move one datagram per system call, and the IPv4 ID and DF bit of
+// what the kernel sends are unknown.
+//
+// What it refuses to do: it knows no QPs, PSNs or connections, never
+// decodes a packet except to record it in a capture, and allocates nothing
+// per datagram. It uses only the standard library (syscall, not
+// golang.org/x/sys) and wire/roce.
+package sock

@@ -1,0 +1,5 @@
+//go:build !race
+
+package reporter_test
+
+const raceEnabled = false
