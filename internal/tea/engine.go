@@ -194,9 +194,11 @@ type server struct {
 type slot struct {
 	res       Result
 	key       []byte
+	val       []byte   // a value from SRAM
 	bufs      [][]byte // one read buffer per holder tried
-	park      []byte   // scratchpad header ‖ packet
-	parkLen   int      // 0: no packet
+	pkt       []byte   // the packet to park, pkt[:pktLen]
+	pktLen    int      // 0: no packet
+	parks     [][]byte // per holder tried: scratchpad header ‖ packet, as written
 	home      uint64
 	attempt   int    // next holder to try
 	posted    int    // reads posted for this lookup
@@ -281,6 +283,12 @@ func New(cfg Config) (*Engine, error) {
 	if e.now == nil {
 		e.now = time.Now
 	}
+	if cfg.Stash == nil {
+		e.cfg.Stash = NewStash(0)
+	}
+	if cfg.Cache == nil {
+		e.cfg.Cache = NewCache(1)
+	}
 	e.done = e.complete
 	for i, r := range cfg.Readers {
 		e.servers[i].reader = r
@@ -289,18 +297,20 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}
 	readLen := e.spec.ReadLen(e.spec.Scratchpad)
-	if e.spec.Scratchpad == 0 {
-		readLen = e.spec.ReadLen(0)
-	}
 	for i := range e.slots {
 		s := &e.slots[i]
 		s.key = make([]byte, e.spec.KeySize)
+		s.val = make([]byte, e.spec.ValueSize)
 		s.bufs = make([][]byte, e.p.replicas)
 		for k := range s.bufs {
 			s.bufs[k] = make([]byte, readLen)
 		}
 		if e.spec.Scratchpad > 0 {
-			s.park = make([]byte, e.spec.ScratchpadSize())
+			s.pkt = make([]byte, e.spec.Scratchpad)
+			s.parks = make([][]byte, e.p.replicas)
+			for k := range s.parks {
+				s.parks[k] = make([]byte, e.spec.ScratchpadSize())
+			}
 		}
 		e.free = append(e.free, int32(len(e.slots)-1-i))
 	}
@@ -353,6 +363,7 @@ func (e *Engine) LookupPacket(key, packet []byte, tag uint64) error {
 	if len(packet) > e.spec.Scratchpad {
 		return ErrPacketSize
 	}
+	now := e.now().UnixNano() // before the stash is checked: see resolve
 	h := e.spec.Hash.Sum(key)
 	est := e.pop.add(h)
 	s, idx := e.acquire()
@@ -362,20 +373,11 @@ func (e *Engine) LookupPacket(key, packet []byte, tag uint64) error {
 	}
 	e.stats.Lookups.Add(1)
 	copy(s.key, key)
-	s.res = Result{Tag: tag, Key: s.key, Server: -1}
-	if e.cfg.Stash != nil {
-		if v, ok := e.cfg.Stash.Get(key, s.bufs[0][:0]); ok {
-			e.stats.StashHits.Add(1)
-			e.sram(s, idx, FromStash, v, packet)
-			return nil
-		}
-	}
-	if e.cfg.Cache != nil {
-		if v, ok := e.cfg.Cache.Get(key, s.bufs[0][:0]); ok {
-			e.stats.CacheHits.Add(1)
-			e.sram(s, idx, FromCache, v, packet)
-			return nil
-		}
+	s.home = e.spec.Home(h)
+	s.res = Result{Tag: tag, Key: s.key, Server: -1, Bucket: s.home}
+	s.pktLen = copy(s.pkt, packet)
+	if e.fromSRAM(s, idx) {
+		return nil
 	}
 	if est >= e.cfg.HotThreshold && e.pop.firstReport(h) {
 		var d Digest
@@ -388,21 +390,45 @@ func (e *Engine) LookupPacket(key, packet []byte, tag uint64) error {
 			e.stats.DigestDrops.Add(1)
 		}
 	}
-	s.home = e.spec.Home(h)
-	s.res.Bucket = s.home
-	s.parkLen = 0
-	if len(packet) > 0 {
-		s.parkLen = ScratchpadHeaderLen + copy(s.park[ScratchpadHeaderLen:], packet)
-	}
-	e.post(s, idx)
+	e.post(s, idx, now)
 	return nil
 }
 
-// sram answers a lookup from the stash or the cache.
-func (e *Engine) sram(s *slot, idx int32, src Source, v, packet []byte) {
-	s.res.Found, s.res.Value, s.res.Source, s.res.Packet = true, v, src, packet
+// fromSRAM answers the lookup from the stash or the cache if either holds
+// its key.
+func (e *Engine) fromSRAM(s *slot, idx int32) bool {
+	src := FromStash
+	v, ok := e.cfg.Stash.Get(s.key, s.val[:0])
+	if !ok {
+		src = FromCache
+		if v, ok = e.cfg.Cache.Get(s.key, s.val[:0]); !ok {
+			return false
+		}
+	}
+	if src == FromStash {
+		e.stats.StashHits.Add(1)
+	} else {
+		e.stats.CacheHits.Add(1)
+	}
+	s.res.Found, s.res.Value, s.res.Source = true, v, src
+	if s.pktLen > 0 {
+		s.res.Packet = s.pkt[:s.pktLen]
+	}
 	e.stats.Found.Add(1)
 	e.deliver(s, idx)
+	return true
+}
+
+// retry sends a lookup whose read failed or timed out to its next holder,
+// checking the stash and the cache again first: the deadline of every read
+// is at most Timeout after its lookup last checked the stash, which is what
+// the control plane's grace period relies on.
+func (e *Engine) retry(s *slot, idx int32) {
+	now := e.now().UnixNano()
+	if e.fromSRAM(s, idx) {
+		return
+	}
+	e.post(s, idx, now)
 }
 
 func (e *Engine) acquire() (*slot, int32) {
@@ -420,8 +446,7 @@ func (e *Engine) acquire() (*slot, int32) {
 
 // post sends the slot's read to the next holder that is up and below its
 // outstanding limit, or answers ErrUnavailable when none is left.
-func (e *Engine) post(s *slot, idx int32) {
-	now := e.now().UnixNano()
+func (e *Engine) post(s *slot, idx int32, now int64) {
 	e.mu.Lock()
 	for s.attempt < e.p.replicas {
 		k := s.attempt
@@ -439,7 +464,7 @@ func (e *Engine) post(s *slot, idx int32) {
 		s.posted++
 		s.gen++
 		s.srv, s.live, s.deadline = srv, true, now+int64(e.cfg.Timeout)
-		s.parked = s.parkLen > 0 && st.writer != nil
+		s.parked = s.pktLen > 0 && st.writer != nil
 		s.pending++
 		st.outstanding++
 		id := uint64(s.gen)<<32 | uint64(k)<<24 | uint64(idx)
@@ -449,9 +474,11 @@ func (e *Engine) post(s *slot, idx int32) {
 		if s.parked {
 			// The packet's tag is this read's id: a response carrying
 			// another tag means another lookup reused the scratchpad.
-			n += uint64(s.parkLen)
-			PutScratchpadHeader(s.park, id, s.parkLen-ScratchpadHeaderLen)
-			if err := st.writer.Write(off+2*e.spec.BucketSize(), s.park[:s.parkLen]); err != nil {
+			n = e.spec.ReadLen(s.pktLen)
+			park := s.parks[k][:ScratchpadHeaderLen+s.pktLen]
+			PutScratchpadHeader(park, id, s.pktLen)
+			copy(park[ScratchpadHeaderLen:], s.pkt[:s.pktLen])
+			if err := st.writer.Write(off+2*e.spec.BucketSize(), park); err != nil {
 				e.complete(id, err)
 				return
 			}
@@ -490,7 +517,16 @@ func (e *Engine) complete(id uint64, err error) {
 		st.stats.Errors.Add(1)
 		st.downUntil = e.now().UnixNano() + int64(e.cfg.Holddown)
 		e.mu.Unlock()
-		e.post(s, idx)
+		e.retry(s, idx)
+		return
+	}
+	if now := e.now().UnixNano(); now > s.deadline {
+		// Too late to be trusted (see retry): as good as a timeout.
+		st.stats.Timeouts.Add(1)
+		st.downUntil = now + int64(e.cfg.Holddown)
+		e.stats.Late.Add(1)
+		e.mu.Unlock()
+		e.retry(s, idx)
 		return
 	}
 	e.mu.Unlock()
@@ -509,14 +545,14 @@ func (e *Engine) complete(id uint64, err error) {
 	switch {
 	case s.parked:
 		tag, pkt, err := DecodeScratchpad(buf[2*e.spec.BucketSize():], e.spec.Scratchpad)
-		if err == nil && tag == id && len(pkt) == s.parkLen-ScratchpadHeaderLen {
+		if err == nil && tag == id && len(pkt) == s.pktLen {
 			s.res.Packet = pkt
 		} else {
 			s.res.PacketLost = true
 			e.stats.PacketsLost.Add(1)
 		}
-	case s.parkLen > 0:
-		s.res.Packet = s.park[ScratchpadHeaderLen:s.parkLen] // no Writer: it waited in the slot
+	case s.pktLen > 0:
+		s.res.Packet = s.pkt[:s.pktLen] // no Writer: it waited in the slot
 	}
 	e.stats.MemoryReads.Add(1)
 	st.stats.Served.Add(1)
@@ -559,7 +595,7 @@ func (e *Engine) Expire(now time.Time) int {
 	}
 	e.mu.Unlock()
 	for _, idx := range e.expired {
-		e.post(&e.slots[idx], idx)
+		e.retry(&e.slots[idx], idx)
 	}
 	return len(e.expired)
 }
