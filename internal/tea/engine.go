@@ -200,7 +200,7 @@ type slot struct {
 	pktLen    int      // 0: no packet
 	parks     [][]byte // per holder tried: scratchpad header ‖ packet, as written
 	home      uint64
-	attempt   int    // next holder to try
+	tried     uint8  // holders a read was posted to, one bit each
 	posted    int    // reads posted for this lookup
 	srv       int    // server of the read in flight
 	parked    bool   // the read in flight covers a parked packet
@@ -440,56 +440,79 @@ func (e *Engine) acquire() (*slot, int32) {
 	idx := e.free[len(e.free)-1]
 	e.free = e.free[:len(e.free)-1]
 	s := &e.slots[idx]
-	s.attempt, s.posted, s.pending, s.live, s.delivered = 0, 0, 0, false, false
+	s.tried, s.posted, s.pending, s.live, s.delivered = 0, 0, 0, false, false
 	return s, idx
 }
 
-// post sends the slot's read to the next holder that is up and below its
-// outstanding limit, or answers ErrUnavailable when none is left.
+// post sends the slot's read to the first holder not tried yet that is up
+// and below its outstanding limit. When every such holder is held down
+// after a failure, it tries the first of them anyway rather than give up
+// (a probe: there is nowhere else to go); servers marked down with
+// SetServerUp are never tried. With no holder left it answers
+// ErrUnavailable.
 func (e *Engine) post(s *slot, idx int32, now int64) {
 	e.mu.Lock()
-	for s.attempt < e.p.replicas {
-		k := s.attempt
-		s.attempt++
-		srv, off := e.p.RowAddr(s.home, k)
+	k, probe := -1, -1
+	for h := range e.p.replicas {
+		if s.tried&(1<<h) != 0 {
+			continue
+		}
+		srv, _ := e.p.RowAddr(s.home, h)
 		st := &e.servers[srv]
-		if now < st.downUntil || (e.cfg.MaxOutstanding > 0 && st.outstanding >= e.cfg.MaxOutstanding) {
+		if e.cfg.MaxOutstanding > 0 && st.outstanding >= e.cfg.MaxOutstanding || st.downUntil == math.MaxInt64 {
 			st.stats.Skipped.Add(1)
 			continue
 		}
-		if s.posted > 0 {
-			s.res.Retries++
-			e.stats.Retries.Add(1)
-		}
-		s.posted++
-		s.gen++
-		s.srv, s.live, s.deadline = srv, true, now+int64(e.cfg.Timeout)
-		s.parked = s.pktLen > 0 && st.writer != nil
-		s.pending++
-		st.outstanding++
-		id := uint64(s.gen)<<32 | uint64(k)<<24 | uint64(idx)
-		e.mu.Unlock()
-		st.stats.Reads.Add(1)
-		n := e.spec.ReadLen(0)
-		if s.parked {
-			// The packet's tag is this read's id: a response carrying
-			// another tag means another lookup reused the scratchpad.
-			n = e.spec.ReadLen(s.pktLen)
-			park := s.parks[k][:ScratchpadHeaderLen+s.pktLen]
-			PutScratchpadHeader(park, id, s.pktLen)
-			copy(park[ScratchpadHeaderLen:], s.pkt[:s.pktLen])
-			if err := st.writer.Write(off+2*e.spec.BucketSize(), park); err != nil {
-				e.complete(id, err)
-				return
+		if now < st.downUntil {
+			st.stats.Skipped.Add(1)
+			if probe < 0 {
+				probe = h
 			}
+			continue
 		}
-		st.reader.Read(off, s.bufs[k][:n], id, e.done)
+		k = h
+		break
+	}
+	if k < 0 {
+		k = probe
+	}
+	if k < 0 {
+		e.mu.Unlock()
+		s.res.Err = ErrUnavailable
+		e.stats.Unavailable.Add(1)
+		e.deliver(s, idx)
 		return
 	}
+	srv, off := e.p.RowAddr(s.home, k)
+	st := &e.servers[srv]
+	s.tried |= 1 << k
+	if s.posted > 0 {
+		s.res.Retries++
+		e.stats.Retries.Add(1)
+	}
+	s.posted++
+	s.gen++
+	s.srv, s.live, s.deadline = srv, true, now+int64(e.cfg.Timeout)
+	s.parked = s.pktLen > 0 && st.writer != nil
+	s.pending++
+	st.outstanding++
+	id := uint64(s.gen)<<32 | uint64(k)<<24 | uint64(idx)
 	e.mu.Unlock()
-	s.res.Err = ErrUnavailable
-	e.stats.Unavailable.Add(1)
-	e.deliver(s, idx)
+	st.stats.Reads.Add(1)
+	n := e.spec.ReadLen(0)
+	if s.parked {
+		// The packet's tag is this read's id: a response carrying another
+		// tag means another lookup reused the scratchpad.
+		n = e.spec.ReadLen(s.pktLen)
+		park := s.parks[k][:ScratchpadHeaderLen+s.pktLen]
+		PutScratchpadHeader(park, id, s.pktLen)
+		copy(park[ScratchpadHeaderLen:], s.pkt[:s.pktLen])
+		if err := st.writer.Write(off+2*e.spec.BucketSize(), park); err != nil {
+			e.complete(id, err)
+			return
+		}
+	}
+	st.reader.Read(off, s.bufs[k][:n], id, e.done)
 }
 
 // complete is the Readers' done callback.
@@ -528,6 +551,9 @@ func (e *Engine) complete(id uint64, err error) {
 		e.mu.Unlock()
 		e.retry(s, idx)
 		return
+	}
+	if st.downUntil != math.MaxInt64 {
+		st.downUntil = 0 // it answered: up again
 	}
 	e.mu.Unlock()
 

@@ -399,6 +399,19 @@ func (t *Table) Promote(key []byte, popularity func(key []byte) uint64) (bool, e
 	return true, nil
 }
 
+// ClearCache drops every cached entry (a new popularity epoch, or a new
+// workload); lookups read memory again until keys are promoted.
+func (t *Table) ClearCache() {
+	if t.cache == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cache.mu.Lock()
+	clear(t.cache.m)
+	t.cache.mu.Unlock()
+}
+
 // locate finds key in memory (not the stash): its bucket and cell.
 func (t *Table) locate(key []byte) (bucket uint64, cell int, ok bool, err error) {
 	home := t.spec.HomeOf(key)
