@@ -45,8 +45,9 @@
 //	        [16:16+len]    the packet (at most Spec.Scratchpad bytes)
 //
 // A key k lives in bucket h = Home(Hash(k)) or in bucket (h+1) mod n (bounded
-// linear probing); reading row h finds it in either, or not at all. docs/
-// PROTOCOL.md's TEA section repeats these tables.
+// linear probing); reading row h finds it in either, or not at all. The
+// golden vectors in testdata/golden.json pin the hash, homes, offsets and
+// cells. The table file (WriteFile, DecodeFile) is laid out in file.go.
 //
 // # A lookup racing an update
 //
@@ -66,6 +67,7 @@
 // It does not speak RDMA or any network protocol (a Reader and a Memory are
 // the seams where an RDMA READ and WRITE plug in), read files other than the
 // table file it is given as bytes, log, define flags, or keep global state.
-// It imports only the standard library. Network functions built on the table
-// live in internal/tea/nf, experiments in internal/tea/teabench.
+// It imports only the standard library. Experiments live in
+// internal/tea/teabench; network functions built on the table belong in
+// internal/tea/nf.
 package tea
