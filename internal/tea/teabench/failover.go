@@ -59,6 +59,7 @@ type heldRead struct {
 
 var errFlushed = errors.New("queue pair flushed")
 
+// Read holds the read while silent, else passes it on.
 func (r *silentReader) Read(off uint64, dst []byte, id uint64, done func(uint64, error)) {
 	if r.silent {
 		r.held = append(r.held, heldRead{id, done})
