@@ -208,19 +208,22 @@ func teaPutIndex(b []byte, i uint64) {
 	}
 }
 
-// teaReadEntries reads KEY VALUE lines.
+// teaReadEntries reads KEY VALUE lines from a file, or standard input for -.
 func teaReadEntries(cmd *cobra.Command, path string, ks, vs int) (keys, values []byte, err error) {
-	var r io.Reader
 	if path == "-" {
-		r = cmd.InOrStdin()
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, nil, err
-		}
-		defer f.Close()
-		r = f
+		return teaParseEntries(cmd.InOrStdin(), path, ks, vs)
 	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	return teaParseEntries(f, path, ks, vs)
+}
+
+// teaParseEntries parses KEY VALUE lines ('#' starts a comment) into flat
+// keys of ks bytes and values of vs bytes; errors name the line.
+func teaParseEntries(r io.Reader, name string, ks, vs int) (keys, values []byte, err error) {
 	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
 		text, _, _ := strings.Cut(sc.Text(), "#")
@@ -229,19 +232,19 @@ func teaReadEntries(cmd *cobra.Command, path string, ks, vs int) (keys, values [
 			continue
 		}
 		if len(fields) > 2 || len(fields) == 1 && vs > 0 {
-			return nil, nil, usageError("%s:%d: want KEY VALUE", path, line)
+			return nil, nil, usageError("%s:%d: want KEY VALUE", name, line)
 		}
 		k, err := dta.ParseKey(fields[0])
 		if err != nil {
-			return nil, nil, usageError("%s:%d: %v", path, line, err)
+			return nil, nil, usageError("%s:%d: %v", name, line, err)
 		}
 		if len(k.Bytes) != ks {
-			return nil, nil, usageError("%s:%d: key %s has %d bytes, the table's keys %d (--key-size)", path, line, fields[0], len(k.Bytes), ks)
+			return nil, nil, usageError("%s:%d: key %s has %d bytes, the table's keys %d (--key-size)", name, line, fields[0], len(k.Bytes), ks)
 		}
 		v := []byte{}
 		if len(fields) == 2 {
 			if v, err = teaParseValue(fields[1], vs); err != nil {
-				return nil, nil, usageError("%s:%d: %v", path, line, err)
+				return nil, nil, usageError("%s:%d: %v", name, line, err)
 			}
 		}
 		keys = append(keys, k.Bytes...)

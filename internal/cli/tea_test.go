@@ -199,3 +199,26 @@ func TestTeaLoadThenLookupFindsEveryKeyWhereItWasPut(t *testing.T) {
 		}
 	})
 }
+
+func FuzzTeaParseEntries(f *testing.F) {
+	f.Add("tcp,10.0.0.1:5000,10.0.0.2:80 0x0a0000630050\n# c\n\n", 13, 6)
+	f.Add("0x0102 7\n3 0x01", 2, 1)
+	f.Add("4294967295 18446744073709551616", 4, 8)
+	f.Fuzz(func(t *testing.T, in string, ks, vs int) {
+		ks, vs = 1+abs(ks)%64, abs(vs)%32
+		keys, values, err := teaParseEntries(strings.NewReader(in), "in", ks, vs)
+		if err != nil {
+			return
+		}
+		if len(keys)%ks != 0 || vs > 0 && len(values)/vs != len(keys)/ks || vs == 0 && len(values) != 0 {
+			t.Fatalf("%d key bytes, %d value bytes for sizes %d and %d", len(keys), len(values), ks, vs)
+		}
+	})
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -(x + 1)
+	}
+	return x
+}

@@ -518,8 +518,8 @@ func (e *Engine) post(s *slot, idx int32, now int64) {
 // complete is the Readers' done callback.
 func (e *Engine) complete(id uint64, err error) {
 	idx, k, gen := int32(id&(1<<24-1)), int(id>>24&0xFF), uint32(id>>32)
-	if int(idx) >= len(e.slots) {
-		return
+	if int(idx) >= len(e.slots) || k >= e.p.replicas {
+		return // not an id of ours
 	}
 	s := &e.slots[idx]
 	e.mu.Lock()

@@ -491,13 +491,13 @@ func TestLookupsRacingUpdatesAreNeverWrong(t *testing.T) {
 	p, _ := tea.PlaceEqual(spec, 2, 2)
 	mems := []tea.Memory{tea.NewLocalMemory(p.Used(0)), tea.NewLocalMemory(p.Used(1))}
 	cm, _ := tea.NewClusterMemory(p, mems)
-	const timeout = 2 * time.Millisecond
+	const timeout = time.Millisecond
 	tab, err := tea.NewTable(spec, cm, tea.TableConfig{MaxTries: 4, Seed: 1, Grace: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stable := keys(40, 8, 1)
-	others := keys(120, 8, 2)
+	others := keys(60, 8, 2) // 100 entries in 128 cells of 2 per bucket: victims are displaced
 	val := func(k []byte, version byte) []byte { v := valueOf(k, 8); v[7] = version; return v }
 	for _, k := range stable {
 		if err := tab.Insert(k, val(k, 0)); err != nil {
@@ -538,7 +538,7 @@ func TestLookupsRacingUpdatesAreNeverWrong(t *testing.T) {
 		})
 	}
 	deadline := time.Now().Add(400 * time.Millisecond)
-	for i := 0; time.Now().Before(deadline); i++ {
+	for i := 0; i < len(others) || time.Now().Before(deadline); i++ {
 		k := stable[i%len(stable)]
 		if err := tab.Update(k, val(k, byte(i))); err != nil {
 			t.Fatal(err)
