@@ -122,7 +122,7 @@ func Balance(c BalanceConfig) ([]BalanceRow, error) {
 			cfg := tea.Config{
 				Placement: p, Readers: readers, Stash: tab.Stash(), HotThreshold: c.HotThreshold,
 				InFlight: 1, DigestQueue: c.DrainEvery + 1,
-				Now: func() time.Time { return time.Unix(0, 0) }, // counts only: no read is ever late
+				Now:  func() time.Time { return time.Unix(0, 0) }, // counts only: no read is ever late
 				Done: func(r *tea.Result) { maxReads = max(maxReads, r.Reads) },
 			}
 			if cached {
