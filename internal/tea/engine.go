@@ -75,7 +75,7 @@ type Result struct {
 	PacketLost bool   // a packet was parked, but another lookup of the same row overwrote it
 	Source     Source // what answered
 	Server     int    // the server that answered (FromMemory), else −1
-	Bucket     uint64 // FromMemory: the bucket holding the key (its home or the next one), or its home on a miss
+	Bucket     uint64 // the bucket holding the key (its home or the next one) when found in memory; else its home
 	Cell       int    // FromMemory and Found: the cell in Bucket
 	Reads      int    // rows read to answer: 0 from SRAM, 1 from memory, never more
 	Retries    int    // reads sent again to another holder after a timeout or an error
@@ -354,8 +354,9 @@ func (e *Engine) Lookup(key []byte, tag uint64) error { return e.LookupPacket(ke
 
 // LookupPacket is Lookup that also parks packet in the row's scratchpad with
 // an RDMA-style write before the read, and returns it in Result.Packet, as
-// TEA defers a packet's processing (§4.2.2). Lookups answered from SRAM
-// return the packet as given.
+// TEA defers a packet's processing (§4.2.2); a packet larger than the
+// scratchpad is refused with ErrPacketSize. Lookups answered from SRAM, and
+// reads through a Reader that is not a Writer, return the packet as given.
 func (e *Engine) LookupPacket(key, packet []byte, tag uint64) error {
 	if len(key) != e.spec.KeySize {
 		return ErrKeySize
@@ -363,7 +364,7 @@ func (e *Engine) LookupPacket(key, packet []byte, tag uint64) error {
 	if len(packet) > e.spec.Scratchpad {
 		return ErrPacketSize
 	}
-	now := e.now().UnixNano() // before the stash is checked: see resolve
+	now := e.now().UnixNano() // before the stash is checked: see retry
 	h := e.spec.Hash.Sum(key)
 	est := e.pop.add(h)
 	s, idx := e.acquire()
