@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func newTeaCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tea",
+		Short: "TEA remote table lookups: plan, load and look up tables, reproduce the paper's figures",
+		Long: `tea works with TEA-TABLE (Kim et al., SIGCOMM 2020), a key-value table kept
+in servers' DRAM that a switch looks up with one remote read per lookup: a
+bucket and a shadow copy of the next one (bounded linear probing), with an
+SRAM stash for what does not fit and a popularity cache in front.
+
+  dta tea plan     memory for N entries of a given key and value size
+  dta tea bench    the paper's figures that need no RDMA, over this code
+  dta tea load     insert entries into a table (in memory, or a table file)
+  dta tea lookup   look keys up in a table file, saying where each was found
+
+The tables live in this process's memory; the RDMA READ path from a switch
+(or a software requester) to servers' memory is not wired yet.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newTeaPlanCmd(), newTeaBenchCmd(), newTeaLoadCmd(), newTeaLookupCmd())
+	return cmd
+}
+
+// teaOutput checks an -o value.
+func teaOutput(o string) error {
+	if o != "table" && o != "json" {
+		return usageError("-o %q: want table or json", o)
+	}
+	return nil
+}
+
+// teaJSON prints v as indented JSON.
+func teaJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// teaCount parses a count: digits with an optional K, M or G suffix
+// (powers of 1000; 1.5M allowed when whole) or 2^k.
+func teaCount(flag, s string) (uint64, error) {
+	t := strings.TrimSpace(s)
+	if base, exp, ok := strings.Cut(t, "^"); ok {
+		k, err := strconv.ParseUint(exp, 10, 8)
+		if base != "2" || err != nil || k > 62 {
+			return 0, usageError("%s %q: want 2^k with k ≤ 62", flag, s)
+		}
+		return 1 << k, nil
+	}
+	mult := uint64(1)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'K', 'k':
+			mult = 1e3
+		case 'M':
+			mult = 1e6
+		case 'G':
+			mult = 1e9
+		}
+		if mult != 1 {
+			t = t[:n-1]
+		}
+	}
+	if n, err := strconv.ParseUint(t, 10, 64); err == nil {
+		if hi, lo := bits.Mul64(n, mult); hi == 0 {
+			return lo, nil
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if v := f * float64(mult); err == nil && mult != 1 && f >= 0 && v == math.Trunc(v) && v < 1<<63 {
+		return uint64(v), nil
+	}
+	return 0, usageError("%s %q: want a whole number with an optional K, M or G suffix, or 2^k", flag, s)
+}
+
+// teaMiB formats bytes in MiB, as the paper's Table 2 counts "MB".
+func teaMiB(n uint64) string { return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) }
+
+// teaPct formats a share as a percentage.
+func teaPct(p float64, digits int) string {
+	return strconv.FormatFloat(100*p, 'f', digits, 64) + " %"
+}
+
+// teaFloats parses a comma-separated list of floats.
+func teaFloats(flag string, in []string) ([]float64, error) {
+	out := make([]float64, 0, len(in))
+	for _, s := range in {
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return nil, usageError("%s %q: not a number", flag, s)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// teaFlagSpec is the table geometry flags shared by load.
+type teaFlagSpec struct {
+	keySize, valueSize, cells, scratchpad int
+	loadFactor                            float64
+	buckets                               string
+}
+
+func (f *teaFlagSpec) add(cmd *cobra.Command, keySize, valueSize int) {
+	fl := cmd.Flags()
+	fl.IntVar(&f.keySize, "key-size", keySize, "bytes of a key (13: an IPv4 5-tuple, 37: IPv6)")
+	fl.IntVar(&f.valueSize, "value-size", valueSize, "bytes of a value")
+	fl.IntVar(&f.cells, "cells", 8, "cells per bucket")
+	fl.IntVar(&f.scratchpad, "scratchpad", 0, "bytes of packet each row's scratchpad holds (an MTU, e.g. 1500); 0: none")
+	fl.Float64Var(&f.loadFactor, "load-factor", 0.7, "entries / cells, to size the table from the entries (ignored with --buckets)")
+	fl.StringVar(&f.buckets, "buckets", "", "buckets, instead of sizing the table from --load-factor")
+}

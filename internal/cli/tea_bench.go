@@ -1,0 +1,248 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dta-go/dta/internal/tea/teabench"
+)
+
+type teaBenchOptions struct {
+	figures []string
+	output  string
+	seed    uint64
+	target  float64
+
+	entries  string
+	cells    []int
+	loads    []string
+	maxTries int
+
+	servers   int
+	keys      string
+	alphas    []string
+	lookups   string
+	warmup    string
+	cacheSize int
+	hot       uint32
+}
+
+func newTeaBenchCmd() *cobra.Command {
+	o := teaBenchOptions{}
+	sc, bc := teabench.DefaultStashConfig(), teabench.DefaultBalanceConfig()
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Reproduce TEA's figures that need no RDMA: stash vs load factor, load per server with the cache (Fig. 9a), fail-over (Fig. 10)",
+		Long: `bench runs the TEA experiments over this repository's control plane
+(Algorithm 1) and lookup engine (Algorithm 2) with local readers; nothing
+is timed, everything is counted.
+
+  stash     random 5-tuples inserted into tables of --entries cells with
+            --cells cells per bucket; at each --loads load factor, the share
+            of entries left in the SRAM stash, the smallest share any
+            placement could reach (the keys' homes alone decide it), and
+            the highest load with a stash ≤ --target (paper: 0.1 %, 80 K of
+            80 M entries).
+  balance   --keys keys over --servers servers (contiguous bucket ranges),
+            looked up with Zipf(α) popularity, without and with the
+            popularity cache of --cache-size entries filled from the
+            count-min sketch: each server's share of the lookups, the
+            busiest over the mean, and the cache's share (paper: 49 % at
+            α = 0.99, Fig. 9a).
+  failover  two servers, each bucket range on both; server 0 stops
+            answering at 100 ms, at 200 ms it answers again and server 1
+            stops (simulated clock, 100 lookups per ms, 1 ms read
+            timeout): who answers, how many lookups were retried, none lost
+            (Fig. 10).`,
+		Example: `  dta tea bench                              # all three, about a minute
+  dta tea bench --figure stash --cells 8 --entries 2^22
+  dta tea bench --figure balance --alphas 0.99 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTeaBench(cmd, &o) },
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&o.figures, "figure", []string{"stash", "balance", "failover"}, "experiments: stash, balance, failover")
+	fl.StringVarP(&o.output, "output", "o", "table", "output `format`: table or json")
+	fl.Uint64Var(&o.seed, "seed", 1, "random seed of keys, victims and workloads")
+	fl.Float64Var(&o.target, "target", 0.001, "stash: the share of entries the stash may hold")
+	fl.StringVar(&o.entries, "entries", "2^20", "stash: cells per table")
+	fl.IntSliceVar(&o.cells, "cells", sc.Cells, "stash: cells per bucket to compare")
+	loads := make([]string, len(sc.Loads))
+	for i, l := range sc.Loads {
+		loads[i] = strconv.FormatFloat(l, 'f', -1, 64)
+	}
+	fl.StringSliceVar(&o.loads, "loads", loads, "stash: load factors at which to count, increasing")
+	fl.IntVar(&o.maxTries, "max-tries", sc.MaxTries, "stash: Algorithm 1's MaxTries")
+	fl.IntVar(&o.servers, "servers", bc.Servers, "balance: servers")
+	fl.StringVar(&o.keys, "keys", "1M", "balance: distinct keys")
+	fl.StringSliceVar(&o.alphas, "alphas", []string{"0.99", "0.95", "0.90"}, "balance: Zipf skews")
+	fl.StringVar(&o.lookups, "lookups", "4M", "balance: lookups counted per skew and mode")
+	fl.StringVar(&o.warmup, "warmup", "1M", "balance: lookups before counting (the cache warms up)")
+	fl.IntVar(&o.cacheSize, "cache-size", bc.CacheSize, "balance: entries of the cache")
+	fl.Uint32Var(&o.hot, "hot-threshold", bc.HotThreshold, "balance: lookups of a key before the sketch reports it")
+	return cmd
+}
+
+// teaBenchReport is dta tea bench's JSON.
+type teaBenchReport struct {
+	Stash    *teaStashReport        `json:"stash,omitempty"`
+	Balance  []teabench.BalanceRow  `json:"balance,omitempty"`
+	Failover []teabench.FailoverRow `json:"failover,omitempty"`
+}
+
+type teaStashReport struct {
+	Target  float64                    `json:"target"`
+	Rows    []teabench.StashRow        `json:"rows"`
+	MaxLoad map[int]*teabench.StashRow `json:"max_load_within_target"` // by cells per bucket
+	Config  teabench.StashConfig       `json:"config"`
+}
+
+func runTeaBench(cmd *cobra.Command, o *teaBenchOptions) error {
+	if err := teaOutput(o.output); err != nil {
+		return err
+	}
+	var rep teaBenchReport
+	for _, f := range o.figures {
+		if !slices.Contains([]string{"stash", "balance", "failover"}, f) {
+			return usageError("--figure %q: want stash, balance or failover", f)
+		}
+	}
+	out := cmd.OutOrStdout()
+	if slices.Contains(o.figures, "stash") {
+		c := teabench.DefaultStashConfig()
+		entries, err := teaCount("--entries", o.entries)
+		if err != nil {
+			return err
+		}
+		loads, err := teaFloats("--loads", o.loads)
+		if err != nil {
+			return err
+		}
+		c.Entries, c.Cells, c.Loads, c.MaxTries, c.Seed = entries, o.cells, loads, o.maxTries, o.seed
+		if err := c.Validate(); err != nil {
+			return usageError("%v", err)
+		}
+		rows, err := teabench.StashSweep(c)
+		if err != nil {
+			return err
+		}
+		sr := &teaStashReport{Target: o.target, Rows: rows, MaxLoad: map[int]*teabench.StashRow{}, Config: c}
+		for cells, r := range teabench.MaxLoadWithin(rows, o.target) {
+			sr.MaxLoad[cells] = &r
+		}
+		rep.Stash = sr
+		if o.output == "table" {
+			teaStashTable(out, sr)
+		}
+	}
+	if slices.Contains(o.figures, "balance") {
+		c := teabench.DefaultBalanceConfig()
+		keys, err := teaCount("--keys", o.keys)
+		if err != nil {
+			return err
+		}
+		lookups, err := teaCount("--lookups", o.lookups)
+		if err != nil {
+			return err
+		}
+		warmup, err := teaCount("--warmup", o.warmup)
+		if err != nil {
+			return err
+		}
+		alphas, err := teaFloats("--alphas", o.alphas)
+		if err != nil {
+			return err
+		}
+		c.Servers, c.Keys, c.Alphas, c.Lookups, c.Warmup = o.servers, int(keys), alphas, int(lookups), int(warmup)
+		c.CacheSize, c.HotThreshold, c.Seed = o.cacheSize, o.hot, o.seed
+		if err := c.Validate(); err != nil {
+			return usageError("%v", err)
+		}
+		rows, err := teabench.Balance(c)
+		if err != nil {
+			return err
+		}
+		rep.Balance = rows
+		if o.output == "table" {
+			teaBalanceTable(out, c, rows)
+		}
+	}
+	if slices.Contains(o.figures, "failover") {
+		c := teabench.DefaultFailoverConfig()
+		c.Seed = o.seed
+		rows, err := teabench.Failover(c)
+		if err != nil {
+			return err
+		}
+		rep.Failover = rows
+		if o.output == "table" {
+			teaFailoverTable(out, c, rows)
+		}
+	}
+	if o.output == "json" {
+		return teaJSON(out, rep)
+	}
+	return nil
+}
+
+func teaStashTable(w io.Writer, r *teaStashReport) {
+	fmt.Fprintf(w, "Stash vs load factor: %d cells per table, MaxTries %d, random 5-tuples (seed %d)\n",
+		r.Config.Entries, r.Config.MaxTries, r.Config.Seed)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "cells\tbuckets\tload\tentries\tstashed\tstash share\tfewest possible\tkicks/insert\t")
+	for _, row := range r.Rows {
+		fmt.Fprintf(tw, "%d\t%d\t%.3f\t%d\t%d\t%s\t%s\t%.2f\t\n", row.Cells, row.Buckets, row.Load, row.Inserted,
+			row.Stashed, teaPct(row.Fraction, 4), teaPct(row.MinFraction, 4), row.KicksPerInsert)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "Highest load with a stash ≤ %s (paper: 0.1 %%, 80 K of 80 M entries):\n", teaPct(r.Target, 3))
+	for _, cells := range r.Config.Cells {
+		if row := r.MaxLoad[cells]; row != nil {
+			fmt.Fprintf(w, "  %2d cells per bucket: load %.3f (%s stashed)\n", cells, row.Load, teaPct(row.Fraction, 4))
+		} else {
+			fmt.Fprintf(w, "  %2d cells per bucket: not at any load measured\n", cells)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func teaBalanceTable(w io.Writer, c teabench.BalanceConfig, rows []teabench.BalanceRow) {
+	fmt.Fprintf(w, "Load per server (Fig. 9a): %d servers, %d keys, %d lookups after %d to warm up, cache %d entries\n",
+		c.Servers, c.Keys, c.Lookups, c.Warmup, c.CacheSize)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "α\tcache\tbusiest / mean\tcache share\tideal cache\tstash share\treads ≤\tload per server (share of all lookups)\t")
+	for _, r := range rows {
+		loads := make([]string, len(r.Load))
+		for i, l := range r.Load {
+			loads[i] = strconv.FormatFloat(100*l, 'f', 1, 64)
+		}
+		cache := "off"
+		if r.Cache {
+			cache = "on"
+		}
+		fmt.Fprintf(tw, "%.2f\t%s\t%.3f\t%s\t%s\t%s\t%d\t%s %%\t\n", r.Alpha, cache, r.Imbalance, teaPct(r.CacheShare, 1),
+			teaPct(r.IdealCacheShare, 1), teaPct(r.StashShare, 3), r.MaxReads, strings.Join(loads, " "))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+func teaFailoverTable(w io.Writer, c teabench.FailoverConfig, rows []teabench.FailoverRow) {
+	fmt.Fprintf(w, "Fail-over (Fig. 10): 2 servers, 2 copies, %d lookups/ms; server 0 silent from %v, server 1 from %v; timeout %v, hold-down %v\n",
+		c.Rate, c.StopFirst, c.Swap, c.Timeout, c.Holddown)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "from\tserver 0\tserver 1\tretried\tunavailable\tlongest wait\treads ≤\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%v\t%d\t%d\t%d\t%d\t%v\t%d\t\n", r.Start, r.Served[0], r.Served[1], r.Retried, r.Unavailable,
+			r.MaxDelay.Round(time.Microsecond), r.MaxReads)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}

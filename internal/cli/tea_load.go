@@ -1,0 +1,430 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dta-go/dta/internal/tea"
+	"github.com/dta-go/dta/internal/tea/teabench"
+	"github.com/dta-go/dta/wire/dta"
+)
+
+type teaLoadOptions struct {
+	spec     teaFlagSpec
+	in       string
+	gen      string
+	out      string
+	maxTries int
+	seed     uint64
+	output   string
+}
+
+func newTeaLoadCmd() *cobra.Command {
+	var o teaLoadOptions
+	cmd := &cobra.Command{
+		Use:   "load (--in FILE | --gen N) [--out TABLE]",
+		Short: "Insert entries into a TEA table in memory, and write it to a table file",
+		Long: `load builds a TEA table in this process's memory with the control plane's
+Algorithm 1 (at most --max-tries victims displaced per insert; what does not
+fit stays in the SRAM stash) and reports where the entries went. With --out
+it writes the table (buckets and stash) to a table file that dta tea lookup
+reads.
+
+--in FILE reads one entry per line, KEY VALUE ('#' starts a comment; - is
+standard input). Keys are written as on every dta command line (decimal:
+4 bytes; 0x hex; a 5-tuple tcp,10.0.0.1:5000,10.0.0.2:80 is 13 bytes, 37 for
+IPv6) and must have --key-size bytes; values are 0x hex of --value-size
+bytes or a decimal number (big-endian in --value-size bytes).
+--gen N inserts N random IPv4 5-tuples (the paper's workload keys) with
+the entry's index as value.
+
+The table is sized from the entries and --load-factor unless --buckets is
+given. The RDMA path that would write servers' memory is not wired yet:
+the table lives here.`,
+		Example: `  dta tea load --gen 1M --out flows.tea
+  dta tea load --in nat.txt --key-size 13 --value-size 6 --out nat.tea
+  printf 'tcp,10.0.0.1:5000,10.0.0.2:80 0x0a0000630050\n' | dta tea load --in - --key-size 13 --value-size 6`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTeaLoad(cmd, &o) },
+	}
+	o.spec.add(cmd, 13, 6)
+	fl := cmd.Flags()
+	fl.StringVar(&o.in, "in", "", "entries to insert, one KEY VALUE per line (- for standard input)")
+	fl.StringVar(&o.gen, "gen", "", "insert this many random IPv4 5-tuples instead, e.g. 1M")
+	fl.StringVar(&o.out, "out", "", "write the table to this table file")
+	fl.IntVar(&o.maxTries, "max-tries", tea.DefaultMaxTries, "Algorithm 1's MaxTries")
+	fl.Uint64Var(&o.seed, "seed", 1, "seed of the victims (and of --gen's keys)")
+	fl.StringVarP(&o.output, "output", "o", "table", "output `format`: table or json")
+	return cmd
+}
+
+// teaLoadReport is dta tea load's JSON.
+type teaLoadReport struct {
+	Spec       tea.Spec       `json:"spec"`
+	Inserted   uint64         `json:"inserted"`
+	Duplicates uint64         `json:"duplicates"`
+	InMemory   uint64         `json:"in_memory"`
+	Stashed    int            `json:"stashed"`
+	LoadFactor float64        `json:"load_factor"`
+	Stats      tea.TableStats `json:"stats"`
+	Seconds    float64        `json:"seconds"`
+	File       string         `json:"file,omitempty"`
+	FileBytes  int64          `json:"file_bytes,omitempty"`
+	SampleKey  string         `json:"sample_key,omitempty"`
+}
+
+func runTeaLoad(cmd *cobra.Command, o *teaLoadOptions) error {
+	if err := teaOutput(o.output); err != nil {
+		return err
+	}
+	if (o.in == "") == (o.gen == "") {
+		return usageError("give one of --in FILE or --gen N")
+	}
+	ks, vs := o.spec.keySize, o.spec.valueSize
+	if ks < 1 || ks > tea.MaxKeySize || vs < 0 || vs > tea.MaxValueSize {
+		return usageError("--key-size %d, --value-size %d: want 1..%d and 0..%d", ks, vs, tea.MaxKeySize, tea.MaxValueSize)
+	}
+	var keys, values []byte // flat
+	if o.gen != "" {
+		n, err := teaCount("--gen", o.gen)
+		if err != nil {
+			return err
+		}
+		if ks < 13 {
+			return usageError("--gen makes 13-byte 5-tuples: --key-size %d is too small", ks)
+		}
+		keys = teabench.FiveTuples(int(n), ks, o.seed)
+		values = make([]byte, int(n)*vs)
+		for i := range int(n) {
+			teaPutIndex(values[i*vs:(i+1)*vs], uint64(i))
+		}
+	} else {
+		var err error
+		if keys, values, err = teaReadEntries(cmd, o.in, ks, vs); err != nil {
+			return err
+		}
+	}
+	n := uint64(len(keys) / ks)
+	if n == 0 {
+		return usageError("no entries to insert")
+	}
+	var spec tea.Spec
+	if o.spec.buckets != "" {
+		b, err := teaCount("--buckets", o.spec.buckets)
+		if err != nil {
+			return err
+		}
+		spec = tea.Spec{Buckets: b, Cells: o.spec.cells, KeySize: ks, ValueSize: vs, Scratchpad: o.spec.scratchpad, Hash: tea.CRC64}
+		if err := spec.Validate(); err != nil {
+			return usageError("%v", err)
+		}
+	} else {
+		p, err := tea.PlanTable(n, ks, vs, o.spec.cells, o.spec.loadFactor, o.spec.scratchpad)
+		if err != nil {
+			return usageError("%v", err)
+		}
+		spec = p.Spec
+	}
+	tab, err := tea.NewTable(spec, tea.NewLocalMemory(spec.TableSize()), tea.TableConfig{MaxTries: o.maxTries, Seed: o.seed})
+	if err != nil {
+		return usageError("%v", err)
+	}
+	rep := teaLoadReport{Spec: spec}
+	start := time.Now()
+	for i := range n {
+		err := tab.Insert(keys[i*uint64(ks):(i+1)*uint64(ks)], values[i*uint64(vs):(i+1)*uint64(vs)])
+		switch {
+		case errors.Is(err, tea.ErrExists):
+			rep.Duplicates++
+		case err != nil:
+			return fmt.Errorf("entry %d: %w", i, err)
+		default:
+			rep.Inserted++
+		}
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	rep.Stashed = tab.Stash().Len()
+	rep.InMemory = tab.Len() - uint64(rep.Stashed)
+	rep.LoadFactor = tab.LoadFactor()
+	rep.Stats = tab.Stats()
+	rep.SampleKey = dta.Key{Bytes: keys[:ks]}.String()
+	if o.out != "" {
+		if err := teaWriteTable(o.out, tab); err != nil {
+			return err
+		}
+		rep.File = o.out
+		if st, err := os.Stat(o.out); err == nil {
+			rep.FileBytes = st.Size()
+		}
+	}
+	out := cmd.OutOrStdout()
+	if o.output == "json" {
+		return teaJSON(out, rep)
+	}
+	fmt.Fprintf(out, "table: %d buckets × %d cells of %d-byte keys and %d-byte values; %s of memory with shadows%s\n",
+		spec.Buckets, spec.Cells, ks, vs, planBytesTea(spec.TableSize()), map[bool]string{true: " and scratchpads", false: ""}[spec.Scratchpad > 0])
+	fmt.Fprintf(out, "inserted %d entries in %.2f s (%d duplicates skipped): %d in memory (load factor %.3f), %d in the SRAM stash (%s); %d victims displaced\n",
+		rep.Inserted, rep.Seconds, rep.Duplicates, rep.InMemory, rep.LoadFactor, rep.Stashed,
+		teaPct(float64(rep.Stashed)/float64(max(rep.Inserted, 1)), 3), rep.Stats.Kicks)
+	if o.out != "" {
+		fmt.Fprintf(out, "wrote %s (%d bytes); look a key up with:\n  dta tea lookup --table %s --key %s\n", o.out, rep.FileBytes, o.out, rep.SampleKey)
+	}
+	return nil
+}
+
+// planBytesTea formats a size in binary units.
+func planBytesTea(n uint64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n)/1024, 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.2f %ciB", v, units[i])
+}
+
+// teaPutIndex writes i big-endian into b, keeping its low bytes.
+func teaPutIndex(b []byte, i uint64) {
+	var w [8]byte
+	binary.BigEndian.PutUint64(w[:], i)
+	if len(b) >= 8 {
+		copy(b[len(b)-8:], w[:])
+	} else {
+		copy(b, w[8-len(b):])
+	}
+}
+
+// teaReadEntries reads KEY VALUE lines from a file, or standard input for -.
+func teaReadEntries(cmd *cobra.Command, path string, ks, vs int) (keys, values []byte, err error) {
+	if path == "-" {
+		return teaParseEntries(cmd.InOrStdin(), path, ks, vs)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	return teaParseEntries(f, path, ks, vs)
+}
+
+// teaParseEntries parses KEY VALUE lines ('#' starts a comment) into flat
+// keys of ks bytes and values of vs bytes; errors name the line.
+func teaParseEntries(r io.Reader, name string, ks, vs int) (keys, values []byte, err error) {
+	sc := bufio.NewScanner(r)
+	for line := 1; sc.Scan(); line++ {
+		text, _, _ := strings.Cut(sc.Text(), "#")
+		fields := strings.Fields(text)
+		if len(fields) == 0 {
+			continue
+		}
+		if len(fields) > 2 || len(fields) == 1 && vs > 0 {
+			return nil, nil, usageError("%s:%d: want KEY VALUE", name, line)
+		}
+		k, err := dta.ParseKey(fields[0])
+		if err != nil {
+			return nil, nil, usageError("%s:%d: %v", name, line, err)
+		}
+		if len(k.Bytes) != ks {
+			return nil, nil, usageError("%s:%d: key %s has %d bytes, the table's keys %d (--key-size)", name, line, fields[0], len(k.Bytes), ks)
+		}
+		v := []byte{}
+		if len(fields) == 2 {
+			if v, err = teaParseValue(fields[1], vs); err != nil {
+				return nil, nil, usageError("%s:%d: %v", name, line, err)
+			}
+		}
+		keys = append(keys, k.Bytes...)
+		values = append(values, v...)
+	}
+	return keys, values, sc.Err()
+}
+
+// teaParseValue parses 0x hex of exactly n bytes, or a decimal number that
+// fits n bytes (big-endian).
+func teaParseValue(s string, n int) ([]byte, error) {
+	if strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") {
+		b, err := hex.DecodeString(s[2:])
+		if err != nil || len(b) != n {
+			return nil, fmt.Errorf("value %q: want %d bytes of hex (--value-size)", s, n)
+		}
+		return b, nil
+	}
+	v, ok := new(big.Int).SetString(s, 10)
+	if !ok || v.Sign() < 0 || v.BitLen() > 8*n {
+		return nil, fmt.Errorf("value %q: want 0x hex or a decimal number that fits %d bytes", s, n)
+	}
+	return v.FillBytes(make([]byte, n)), nil
+}
+
+// teaWriteTable writes a table file, atomically.
+func teaWriteTable(path string, tab *tea.Table) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := tea.WriteFile(f, tab); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+type teaLookupOptions struct {
+	table    string
+	keys     []string
+	servers  int
+	replicas int
+	output   string
+}
+
+func newTeaLookupCmd() *cobra.Command {
+	var o teaLookupOptions
+	cmd := &cobra.Command{
+		Use:   "lookup --table TABLE --key KEY...",
+		Short: "Look keys up in a TEA table file, as the switch would, and say where each was found",
+		Long: `lookup restores a table file (written by dta tea load) into this process's
+memory, placed over --servers servers with --replicas copies of each bucket
+range, and looks each --key up with the lookup engine: the SRAM stash
+first, otherwise one read of the key's home row (its bucket and the shadow
+copy of the next one) on the first server holding it. It prints where each
+key was found: the stash, or the server, bucket and cell, and the reads it
+took (never more than one).
+
+The reads go to local memory; the RDMA READ path to servers is not wired yet.`,
+		Example: `  dta tea lookup --table flows.tea --key tcp,10.0.0.1:5000,10.0.0.2:80
+  dta tea lookup --table flows.tea --servers 4 --replicas 2 --key 0x0a0000010a0000021f9000500600 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTeaLookup(cmd, &o) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.table, "table", "", "the table file")
+	fl.StringArrayVar(&o.keys, "key", nil, "a `KEY` to look up (decimal, 0x hex, or a 5-tuple); repeat for more")
+	fl.IntVar(&o.servers, "servers", 1, "servers to place the table over")
+	fl.IntVar(&o.replicas, "replicas", 1, "servers holding each bucket range")
+	fl.StringVarP(&o.output, "output", "o", "table", "output `format`: table or json")
+	return cmd
+}
+
+// teaLookupRow is one lookup, as JSON.
+type teaLookupRow struct {
+	Key    string `json:"key"`
+	Found  bool   `json:"found"`
+	Value  string `json:"value,omitempty"`
+	Source string `json:"source"`
+	Server string `json:"server,omitempty"`
+	Bucket uint64 `json:"bucket"`
+	Cell   int    `json:"cell"`
+	Home   uint64 `json:"home"`
+	Reads  int    `json:"reads"`
+	Error  string `json:"error,omitempty"`
+}
+
+func runTeaLookup(cmd *cobra.Command, o *teaLookupOptions) error {
+	if err := teaOutput(o.output); err != nil {
+		return err
+	}
+	if o.table == "" || len(o.keys) == 0 {
+		return usageError("--table and at least one --key are required")
+	}
+	b, err := os.ReadFile(o.table)
+	if err != nil {
+		return err
+	}
+	f, err := tea.DecodeFile(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.table, err)
+	}
+	p, err := tea.PlaceEqual(f.Spec, o.servers, o.replicas)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	mems := make([]tea.Memory, o.servers)
+	readers := make([]tea.Reader, o.servers)
+	for i := range mems {
+		mems[i] = tea.NewLocalMemory(p.Used(i))
+		readers[i] = tea.MemoryReader{Mem: mems[i]}
+	}
+	cm, err := tea.NewClusterMemory(p, mems)
+	if err != nil {
+		return err
+	}
+	tab, err := tea.Restore(f, cm, tea.TableConfig{MaxTries: tea.DefaultMaxTries})
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.table, err)
+	}
+	var row teaLookupRow
+	eng, err := tea.New(tea.Config{Placement: p, Readers: readers, Stash: tab.Stash(), InFlight: 1,
+		Now: func() time.Time { return time.Unix(0, 0) }, // local reads: no deadline to miss
+		Done: func(r *tea.Result) {
+			row.Found, row.Source, row.Reads = r.Found, r.Source.String(), r.Reads
+			if r.Found {
+				row.Value = "0x" + hex.EncodeToString(r.Value)
+			}
+			if r.Server >= 0 {
+				row.Server = p.Servers()[r.Server].Name
+				row.Bucket, row.Cell = r.Bucket, r.Cell
+			}
+			if r.Err != nil {
+				row.Error = r.Err.Error()
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	var rows []teaLookupRow
+	for _, s := range o.keys {
+		k, err := dta.ParseKey(s)
+		if err != nil {
+			return usageError("--key: %v", err)
+		}
+		if len(k.Bytes) != f.Spec.KeySize {
+			return usageError("--key %s: %d bytes, the table's keys have %d", s, len(k.Bytes), f.Spec.KeySize)
+		}
+		row = teaLookupRow{Key: s, Home: f.Spec.HomeOf(k.Bytes), Cell: -1}
+		if err := eng.Lookup(k.Bytes, 0); err != nil {
+			return err
+		}
+		rows = append(rows, row)
+	}
+	out := cmd.OutOrStdout()
+	if o.output == "json" {
+		return teaJSON(out, rows)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "key\tfound\tvalue\tfrom\tserver\thome\tbucket\tcell\treads")
+	for _, r := range rows {
+		where := []string{"-", "-", "-"}
+		if r.Source == "memory" {
+			where = []string{r.Server, fmt.Sprint(r.Bucket), fmt.Sprint(r.Cell)}
+			if !r.Found {
+				where[1], where[2] = "-", "-"
+			}
+		}
+		val := r.Value
+		if val == "" {
+			val = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%d\t%s\t%s\t%d\n", r.Key, r.Found, val, r.Source, where[0], r.Home, where[1], where[2], r.Reads)
+	}
+	return tw.Flush()
+}
