@@ -452,3 +452,55 @@ func TestReadsInFlightCompleteWithATimeoutErrorWhenTheCollectorDies(t *testing.T
 		t.Errorf("no Read reported the ACK timeout")
 	}
 }
+
+// TestReadsDoNotAllocate measures a READ's whole round trip in this
+// process — Post (or the blocking Read), the responder's READ Responses and
+// the requester's completion — once warm.
+func TestReadsDoNotAllocate(t *testing.T) {
+	skipAllocsUnderRace(t)
+	reg := newRegion(t, 1<<16)
+	patterned(t, reg, 9)
+	resp := startResponder(t, testResponderConfig("127.0.0.1"))
+	m, _ := resp.RegisterMR("m", reg, AccessRemoteRead)
+	cfg := testRequesterConfig(resp.LocalAddr())
+	cfg.Window = 64
+	q := dial(t, cfg)
+	q.SetTargets([]Target{targetOf(m)})
+	for _, n := range []int{8, 3000} { // Response Only; First, Middles, Last
+		t.Run(fmt.Sprintf("a blocking read of %d bytes", n), func(t *testing.T) {
+			dst := make([]byte, n)
+			for range 200 {
+				if err := q.Read(0, 64, dst); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if a := testing.AllocsPerRun(1000, func() {
+				if err := q.Read(0, 64, dst); err != nil {
+					t.Fatal(err)
+				}
+			}); a != 0 {
+				t.Errorf("Read allocates %v times per call", a)
+			}
+		})
+	}
+	t.Run("posted reads completing through OnRead", func(t *testing.T) {
+		dst := make([]byte, 100)
+		ops := []requester.Op{{Kind: requester.Read, Offset: 8, Dst: dst}}
+		var done sync.WaitGroup
+		q.OnRead(func(requester.ReadCompletion) { done.Done() })
+		defer q.OnRead(nil)
+		post := func() {
+			done.Add(1)
+			if err := q.Post(ops); err != nil {
+				t.Fatal(err)
+			}
+			done.Wait()
+		}
+		for range 200 {
+			post()
+		}
+		if a := testing.AllocsPerRun(1000, post); a != 0 {
+			t.Errorf("Post of a Read allocates %v times per call", a)
+		}
+	})
+}
