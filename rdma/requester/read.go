@@ -145,17 +145,20 @@ func readOpcode(k, n int) roce.Opcode {
 	return roce.OpReadResponseMiddle
 }
 
-// completeRead completes the READ at the head of the window with err and
-// frees its slots.
+// completeRead completes the READ at the head of the window with err: it
+// frees its slots, then hands the outcome on (so that a waiting Read sees
+// the window without it).
 func (r *Requester) completeRead(err error) {
 	h := r.win.at(0)
 	n := h.rn
-	r.atomicsOut--
-	r.finishRead(h, err)
+	s := *h
 	for k := range n {
-		r.win.at(k).read = false
+		x := r.win.at(k)
+		x.read, x.dst, x.done = false, nil, nil
 	}
+	r.atomicsOut--
 	r.freeHead(n)
+	r.finishRead(&s, err)
 }
 
 // finishRead hands the outcome of the READ whose request slot is s to its
