@@ -193,8 +193,9 @@ func (c *Collector) startResponder(rc rdma.ResponderConfig) error {
 }
 
 // NewResponder binds a software RoCEv2 responder serving cat's stores as the
-// collector does: every store registered as a memory region (remote write;
-// Key-Increment, Sketch-Merge and Key-Write stores also remote atomics), the store table posted as the
+// collector does: every store registered as a memory region (remote write
+// and remote read; Key-Increment, Sketch-Merge and Key-Write stores also
+// remote atomics), the store table posted as the
 // advertisement on every connection, and the immediates of writes with
 // immediate delivered as cat's notifications. The caller runs and closes it;
 // cat must outlive it. logger may be nil.
@@ -205,7 +206,10 @@ func NewResponder(cat *store.Catalog, rc rdma.ResponderConfig, logger *slog.Logg
 	}
 	var adv []store.Advertised
 	for _, s := range cat.Stores() {
-		access := rdma.AccessRemoteWrite
+		// Every store is readable remotely: a READ never changes memory, and
+		// a remote querier (or a reporter checking a slot) reads what the
+		// local query engine reads.
+		access := rdma.AccessRemoteWrite | rdma.AccessRemoteRead
 		switch s.Primitive {
 		case dta.KeyIncrement, dta.SketchMerge:
 			access |= rdma.AccessRemoteAtomic

@@ -43,7 +43,8 @@ func tsharkCheck(t *testing.T) string {
 // TestCaptureDissectsInTshark records a session — CM handshake,
 // advertisement, writes (single and multi-packet, with immediate),
 // fetch-adds, ACKs, ATOMIC ACKs, a NAK remote access error, a NAK PSN
-// sequence error, DREQ/DREP — on both ends and has tshark check every
+// sequence error, READs (Request; Response Only, First, Middle, Last),
+// DREQ/DREP — on both ends and has tshark check every
 // frame, ICRC included. Every endpoint sits on UDP port 4791 of its own
 // loopback address, as RoCEv2 wants (and the ICRC checker assumes).
 func TestCaptureDissectsInTshark(t *testing.T) {
@@ -74,7 +75,7 @@ func TestCaptureDissectsInTshark(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- resp.Run(context.Background()) }()
-	m, _ := resp.RegisterMR("m", reg, AccessRemoteWrite|AccessRemoteAtomic)
+	m, _ := resp.RegisterMR("m", reg, AccessRemoteWrite|AccessRemoteAtomic|AccessRemoteRead)
 	resp.SetAdvertisement(bytes.Repeat([]byte("advertisement "), 30)) // two packets at MTU 256
 
 	// The proxy drops the fifth request packet, for a NAK sequence error.
@@ -112,6 +113,16 @@ func TestCaptureDissectsInTshark(t *testing.T) {
 	if v, _ := reg.Load64(64); v != 7 {
 		t.Errorf("counter %d", v)
 	}
+	// READs: Only (13 bytes), and First/Middle/Last (700 bytes at MTU 256).
+	for _, n := range []int{13, 700} {
+		dst := make([]byte, n)
+		if err := q.Read(0, 128, dst); err != nil {
+			t.Fatalf("Read %d bytes: %v", n, err)
+		}
+		if want := snapshot(t, reg)[128 : 128+n]; !bytes.Equal(dst, want) {
+			t.Errorf("Read %d bytes returned other bytes than memory holds", n)
+		}
+	}
 	q.Close()
 	resp.Close()
 	if err := <-done; err != nil {
@@ -146,7 +157,7 @@ func TestCaptureDissectsInTshark(t *testing.T) {
 			t.Errorf("requester capture lacks %q", want)
 		}
 	}
-	for _, op := range []string{"0", "2", "6", "7", "9", "10", "17", "18", "20", "100"} {
+	for _, op := range []string{"0", "2", "6", "7", "9", "10", "12", "13", "14", "15", "16", "17", "18", "20", "100"} {
 		if !strings.Contains("\n"+s, "\n"+op+"\t") {
 			t.Errorf("requester capture lacks opcode %s", op)
 		}

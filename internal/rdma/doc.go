@@ -62,7 +62,16 @@
 // executed again: a WRITE gets a re-ACK of ePSN-1, an atomic the ATOMIC
 // ACK it got the first time, from a ring of the last AtomicDepth results
 // (a miss is dropped silently, as rxe does; the requester's atomic limit
-// makes it impossible for a conforming requester). ACKs are coalesced:
+// makes it impossible for a conforming requester). A READ, which changes
+// nothing, is the exception IBA makes: a duplicate READ Request is executed
+// again and its responses resent with the original PSNs.
+//
+// An RDMA READ Request (MR access AccessRemoteRead, DMA length at most
+// 2^31) is answered with READ Response Only, or First/Middle…/Last
+// segmented at the path MTU, one PSN each from the request's, with the
+// MSN in the AETHs of First, Last and Only; ePSN advances by the number of
+// response packets, also when the READ is refused with a remote access
+// error (the requester reserved those PSNs). ACKs are coalesced:
 // the responder acknowledges a packet with AckReq, or every ACKCoalesce
 // packets, with one ACK per QP per receive batch (recvmmsg) for the latest
 // PSN; ATOMIC ACKs go out for every atomic.
@@ -133,7 +142,7 @@
 //
 // # Not implemented
 //
-// RDMA READ and SEND from the requester (NAK invalid request), receive
+// SEND from the requester (NAK invalid request), receive
 // queues, SRQ, RNR NAKs from the responder (OnImmediate needs no receive
 // WQE), UC/UD/RD/XRC transports (CM on QP1 excepted), memory windows,
 // invalidation, path migration, alternate paths, MRA, LAP, SIDR,

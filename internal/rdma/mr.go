@@ -13,16 +13,19 @@ import (
 // Access is a set of remote access rights of a memory region.
 type Access uint8
 
-// Remote access rights. RDMA READ is not implemented, so there is no
-// remote read right.
+// Remote access rights.
 const (
 	// AccessRemoteWrite allows RDMA WRITE and WRITE with immediate.
 	AccessRemoteWrite Access = 1 << iota
 	// AccessRemoteAtomic allows FETCH_ADD and COMPARE_SWAP.
 	AccessRemoteAtomic
+	// AccessRemoteRead allows RDMA READ.
+	AccessRemoteRead
+
+	accessAll = AccessRemoteWrite | AccessRemoteAtomic | AccessRemoteRead
 )
 
-// String returns the rights as "write", "atomic" or "write|atomic".
+// String returns the rights joined by "|", as in "write|atomic|read".
 func (a Access) String() string {
 	var s []string
 	if a&AccessRemoteWrite != 0 {
@@ -31,7 +34,10 @@ func (a Access) String() string {
 	if a&AccessRemoteAtomic != 0 {
 		s = append(s, "atomic")
 	}
-	if a&^(AccessRemoteWrite|AccessRemoteAtomic) != 0 || len(s) == 0 {
+	if a&AccessRemoteRead != 0 {
+		s = append(s, "read")
+	}
+	if a&^accessAll != 0 || len(s) == 0 {
 		s = append(s, fmt.Sprintf("0x%x", uint8(a)))
 	}
 	return strings.Join(s, "|")

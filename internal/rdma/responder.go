@@ -41,7 +41,7 @@ type QPInfo struct {
 }
 
 // Responder is a software RoCEv2 responder: the collector side of DTA,
-// doing what an RDMA NIC does for remote writes and atomics into
+// doing what an RDMA NIC does for remote writes, reads and atomics on
 // registered memory regions. Create it with [NewResponder], register
 // regions, then call [Responder.Run].
 type Responder struct {
@@ -122,7 +122,7 @@ func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) 
 		capture: capt,
 		guid:    randomU64(),
 		limiter: ratelog.New(logger, logKeys, 10*time.Second),
-		tx:      sock.NewSender(s, cfg.BatchSize, 320),
+		tx:      sock.NewSender(s, cfg.BatchSize, max(320, cfg.MTU+maxHeaders)), // READ responses carry up to MTU bytes
 		qps:     make(map[uint32]*qp),
 		byPeer:  make(map[netip.AddrPort]*qp),
 		mad:     make([]byte, 0, roce.MADLen),
@@ -153,7 +153,7 @@ func (r *Responder) RegisterMR(name string, reg *region.Region, access Access) (
 	if reg == nil || reg.Size() == 0 {
 		return MR{}, fmt.Errorf("rdma: register MR %q: empty region", name)
 	}
-	if access == 0 || access&^(AccessRemoteWrite|AccessRemoteAtomic) != 0 {
+	if access == 0 || access&^accessAll != 0 {
 		return MR{}, fmt.Errorf("rdma: register MR %q: access %v", name, access)
 	}
 	r.regMu.Lock()

@@ -102,11 +102,13 @@ func (r *Responder) handleRC(q *qp, p *roce.Packet) {
 		return
 	}
 	q.nakSent = false
+	if op == roce.OpReadRequest {
+		r.read(q, p)
+		return
+	}
 	syn, atomic, orig := r.execute(q, p)
 	q.ePSN = (q.ePSN + 1) & roce.PSNMask
-	if q.errValid && (q.ePSN-q.errPSN)&roce.PSNMask > 1<<22 {
-		q.errValid = false // long gone; its PSN will come round again
-	}
+	q.ageErr()
 	switch {
 	case syn != roce.ACKUnlimited:
 		q.errValid, q.errPSN, q.errSyn = true, psn, syn
@@ -126,11 +128,22 @@ func (r *Responder) handleRC(q *qp, p *roce.Packet) {
 	}
 }
 
-// duplicate answers a request whose PSN is behind the expected one: never
-// executed again; a WRITE is re-ACKed, an atomic gets its saved ATOMIC ACK.
+// ageErr forgets the saved class C NAK once its PSN is long gone (it will
+// come round again after 2^24 PSNs).
+func (q *qp) ageErr() {
+	if q.errValid && (q.ePSN-q.errPSN)&roce.PSNMask > 1<<22 {
+		q.errValid = false
+	}
+}
+
+// duplicate answers a request whose PSN is behind the expected one: a WRITE
+// is re-ACKed, never executed again; an atomic gets its saved ATOMIC ACK; a
+// READ, which changes nothing, is executed again (replayRead).
 func (r *Responder) duplicate(q *qp, p *roce.Packet) {
 	psn := p.BTH.PSN
 	switch p.BTH.Opcode {
+	case roce.OpReadRequest:
+		r.replayRead(q, p)
 	case roce.OpFetchAdd, roce.OpCompareSwap:
 		// Newest first: after 2^24 PSNs an old entry may carry the same PSN.
 		for k := 1; k <= len(q.atomics); k++ {

@@ -126,7 +126,7 @@ func TestHostileRequestsChangeNothing(t *testing.T) {
 	reset()
 	nak(roce.Packet{BTH: roce.BTH{Opcode: roce.OpWriteLast, AckReq: true}, Payload: four}, roce.NAKInvalidRequest, opcode, "WRITE Last without First")
 	reset()
-	nak(roce.Packet{BTH: roce.BTH{Opcode: roce.OpReadRequest, AckReq: true}, RETH: roce.RETH{VA: rw.VA, RKey: rw.RKey, DMALen: 8}}, roce.NAKInvalidRequest, opcode, "READ")
+	nak(roce.Packet{BTH: roce.BTH{Opcode: roce.OpReadRequest, AckReq: true}, RETH: roce.RETH{VA: rw.VA, RKey: rw.RKey, DMALen: 8}}, roce.NAKRemoteAccessError, rights, "READ of an MR without the read right")
 	nak(roce.Packet{BTH: roce.BTH{Opcode: roce.OpSendOnly, AckReq: true}, Payload: four}, roce.NAKInvalidRequest, opcode, "SEND")
 
 	// A multi-packet WRITE whose FIRST is refused: its MIDDLE and LAST are

@@ -20,7 +20,7 @@ type ResponderStats struct {
 	// dropped (REQs among them are also answered: CMRejectNotAllowed).
 	NotAllowed atomic.Uint64
 
-	Duplicates    atomic.Uint64 // requests with a PSN behind the expected one: re-ACKed, never re-executed
+	Duplicates    atomic.Uint64 // requests with a PSN behind the expected one: re-ACKed (READs re-executed), never re-executed
 	OutOfSequence atomic.Uint64 // requests with a PSN ahead of the expected one (a gap): dropped
 
 	Writes             atomic.Uint64 // RDMA WRITE messages executed (all packets placed)
@@ -29,6 +29,10 @@ type ResponderStats struct {
 	AtomicReplays      atomic.Uint64 // duplicate atomics answered from the saved original value
 	AtomicReplayMisses atomic.Uint64 // duplicate atomics no longer in the history: dropped
 	Immediates         atomic.Uint64 // immediates delivered to OnImmediate
+	Reads              atomic.Uint64 // RDMA READ requests executed (first time)
+	ReadBytes          atomic.Uint64 // bytes those READs returned
+	ReadReplays        atomic.Uint64 // duplicate READ requests executed again, responses resent
+	ReadResponses      atomic.Uint64 // READ Response packets sent, replays included
 
 	ACKs       atomic.Uint64 // ACKs sent (coalesced)
 	AtomicACKs atomic.Uint64 // ATOMIC ACKs sent, replays included
@@ -40,10 +44,10 @@ type ResponderStats struct {
 
 	// Why requests were refused (each also counted in one NAK counter).
 	RejectRKey       atomic.Uint64 // unknown R_Key
-	RejectRights     atomic.Uint64 // the MR lacks the access right
+	RejectRights     atomic.Uint64 // the MR lacks the access right (write, atomic or read)
 	RejectBounds     atomic.Uint64 // VA..VA+len not inside the MR
 	RejectMisaligned atomic.Uint64 // atomic VA not 8-byte aligned
-	RejectLength     atomic.Uint64 // payload, pad or DMA length against PMTU and message
+	RejectLength     atomic.Uint64 // payload, pad or DMA length against PMTU and message; DMA length above 2^31
 	RejectOpcode     atomic.Uint64 // opcode not supported, or out of message sequence
 
 	CMRequests          atomic.Uint64 // REQs received

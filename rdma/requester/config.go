@@ -49,7 +49,7 @@ type Config struct {
 	// default 32), besides the last packet of each Post call and the one
 	// that fills the window.
 	AckEvery int
-	// MaxAtomic bounds the FETCH_ADDs and COMPARE_SWAPs in flight, asked
+	// MaxAtomic bounds the FETCH_ADDs, COMPARE_SWAPs and READs in flight, asked
 	// for in the REQ as initiator depth; the responder's REP may lower it
 	// (1 to 255, default 128).
 	MaxAtomic int

@@ -1,7 +1,7 @@
 // Package requester is a software RoCEv2 requester over a real UDP socket
 // (port 4791): one RC queue pair to one collector, on which it posts RDMA
-// WRITE, WRITE with immediate, FETCH_ADD and COMPARE_SWAP with the
-// reliability an RDMA NIC gives them. The translator uses it (through
+// WRITE, WRITE with immediate, FETCH_ADD, COMPARE_SWAP and RDMA READ with
+// the reliability an RDMA NIC gives them. The translator uses it (through
 // internal/rdma, as the roce sink) to write stores in a collector's memory;
 // a DART reporter (package reporter, direct mode) uses it to write them
 // without a translator. Packets are encoded and checked by wire/roce; the
@@ -65,6 +65,23 @@
 // it again, so a COMPARE_SWAP's outcome is never lost to a dropped packet
 // (Stats.AtomicsLost counts these resends).
 //
+// # READs
+//
+// A Read op of n bytes is one READ Request that takes max(1, ⌈n/PMTU⌉)
+// PSNs, one per READ Response packet, reserved in the window (so a READ
+// may be at most Window path MTUs long); READs count against the atomic
+// limit (IBA's responder resources cover both). Responses are taken in
+// order and copied into the op's Dst; the first response of a READ
+// acknowledges every op before it, unless an atomic or READ there still
+// lacks its own response (then, as for an ACK beyond it, the window is
+// resent from there). A missing response, a timeout or a NAK PSN sequence
+// error resends the READ Request, which the responder executes again;
+// parts already received are ignored when they come again. Each READ
+// completes exactly once, in PSN order, through OnRead's function (or to a
+// blocking Requester.Read): with Dst filled, ErrRefused, or
+// ErrNotConnected (matching ErrTimeout too after Retries ACK timeouts).
+// Stats.ReadsLost counts the READs resent for a missing response.
+//
 // Post blocks while the window or the atomic limit is full, and, with a
 // RateLimit, paces first transmissions with a token bucket of RateBurst
 // packets. Flush waits until everything sent is acknowledged. Post is
@@ -82,7 +99,7 @@
 //
 // # Not implemented
 //
-// RDMA READ and SEND from the requester, receive queues beyond the
+// SEND from the requester, receive queues beyond the
 // advertisement, UC/UD/RD/XRC transports (CM on QP1 excepted), memory
 // windows, path migration, alternate paths, congestion control (ECN/CNP),
 // IPv6 link-local peers.

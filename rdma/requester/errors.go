@@ -2,6 +2,7 @@ package requester
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/dta-go/dta/wire/roce"
 )
@@ -22,18 +23,23 @@ var (
 	ErrOutOfRange = errors.New("rdma: op outside its target")
 	// ErrMisaligned: an atomic's address is not a multiple of 8.
 	ErrMisaligned = errors.New("rdma: atomic offset not 8-byte aligned")
-	// ErrBadOp: an op of unknown kind, or a write longer than 2^31 bytes.
+	// ErrBadOp: an op of unknown kind, a write or read longer than 2^31
+	// bytes, or a read needing more PSNs than the window holds.
 	ErrBadOp = errors.New("rdma: invalid op")
 	// ErrTimeout: the peer stopped answering (CM handshake or ACK timeout).
 	ErrTimeout = errors.New("rdma: timeout")
 	// ErrAdvertisementTooLarge: the responder's advertisement exceeds
 	// Config.MaxAdvertisement.
 	ErrAdvertisementTooLarge = errors.New("rdma: advertisement too large")
-	// ErrRefused, in a Completion: the responder refused the atomic with a
-	// NAK (remote access error, invalid request, remote operational
-	// error); it did not execute.
+	// ErrRefused, in a Completion: the responder refused the atomic or
+	// read with a NAK (remote access error, invalid request, remote
+	// operational error); it did not execute.
 	ErrRefused = errors.New("rdma: op refused by the responder")
 )
+
+// errTimedOut completes the atomics and reads outstanding when the
+// connection is declared lost after Config.Retries ACK timeouts.
+var errTimedOut = fmt.Errorf("%w: %w", ErrNotConnected, ErrTimeout)
 
 // RejectError is returned by Dial when the responder answers the REQ with a
 // REJ.

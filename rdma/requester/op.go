@@ -18,6 +18,11 @@ const (
 	// Swap if it equals Compare, and returns the word's original value in
 	// a Completion: the swap happened iff it equals Compare.
 	CompareSwap
+	// Read reads len(Dst) bytes at Offset into Dst (RDMA READ; the
+	// responder answers with READ Response packets segmented at the path
+	// MTU) and reports it in a Completion. A READ is not a snapshot: bytes
+	// written while it runs may or may not be seen, as with a NIC.
+	Read
 )
 
 // String returns the kind's name.
@@ -31,6 +36,8 @@ func (k Kind) String() string {
 		return "fetch-add"
 	case CompareSwap:
 		return "compare-swap"
+	case Read:
+		return "read"
 	}
 	return "invalid"
 }
@@ -48,9 +55,16 @@ type Op struct {
 	Add     uint64 // FetchAdd: the addend
 	Compare uint64 // CompareSwap: the value the word must hold
 	Swap    uint64 // CompareSwap: the value written if it does
-	// ID is handed back in the Completion of a FetchAdd or CompareSwap
-	// (a verbs work request ID); the requester does not interpret it.
+	// Dst, for a Read, receives the bytes; its length is the READ's
+	// length (at most 2^31, and at most Config.Window times the path MTU).
+	// Post keeps it: the requester writes into it until the READ's
+	// Completion, and the caller must not touch it before.
+	Dst []byte
+	// ID is handed back in the Completion of a FetchAdd, CompareSwap or
+	// Read (a verbs work request ID); the requester does not interpret it.
 	ID uint64
+
+	done chan<- ReadCompletion // Read: where Requester.Read waits, instead of OnRead
 }
 
 // Len is the number of bytes of the target the op touches.
@@ -58,13 +72,20 @@ func (o *Op) Len() uint64 {
 	if o.Kind == FetchAdd || o.Kind == CompareSwap {
 		return 8
 	}
+	if o.Kind == Read {
+		return uint64(len(o.Dst))
+	}
 	return uint64(len(o.Data))
 }
 
 func (o *Op) atomic() bool { return o.Kind == FetchAdd || o.Kind == CompareSwap }
 
+// readPackets returns the READ Response packets, and so the PSNs, a READ
+// of n bytes takes at path MTU pmtu: ceil(n/pmtu), 1 for n = 0.
+func readPackets(n, pmtu int) int { return max(1, (n+pmtu-1)/pmtu) }
+
 // Completion is the outcome of one atomic (FetchAdd, CompareSwap), passed
-// to the function set with OnAtomic.
+// to the function set with OnAtomic. Each atomic completes exactly once.
 type Completion struct {
 	ID   uint64 // the op's ID
 	Kind Kind   // FetchAdd or CompareSwap
@@ -74,6 +95,21 @@ type Completion struct {
 	// Err is nil when the responder executed the op and returned Orig;
 	// ErrRefused when it refused it with a NAK (nothing changed); or
 	// ErrNotConnected when the connection went down first (it may or may
-	// not have executed).
+	// not have executed; after Config.Retries ACK timeouts in a row the
+	// error also matches ErrTimeout).
+	Err error
+}
+
+// ReadCompletion is the outcome of one Read, passed to the function set
+// with OnRead. Each Read completes exactly once.
+type ReadCompletion struct {
+	ID uint64 // the op's ID
+	// Data is the op's Dst, filled with the bytes read, when Err is nil.
+	Data []byte
+	// Err is nil when Data holds the bytes; ErrRefused when the responder
+	// refused the READ with a NAK (no read right, wrong R_Key, outside the
+	// region: Dst holds nothing useful); or ErrNotConnected when the
+	// connection went down first (after Config.Retries ACK timeouts in a
+	// row it also matches ErrTimeout).
 	Err error
 }

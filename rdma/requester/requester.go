@@ -57,6 +57,7 @@ type Requester struct {
 	targets     atomic.Pointer[[]Target]
 	onReconnect atomic.Pointer[func([]byte)]
 	onAtomic    atomic.Pointer[func(Completion)]
+	onRead      atomic.Pointer[func(ReadCompletion)]
 
 	mu    sync.Mutex // guards everything below
 	cond  sync.Cond  // on mu: window room, state changes
@@ -364,7 +365,7 @@ func (r *Requester) Close() error {
 		r.closeErr = r.s.Close()
 		r.wg.Wait()
 		r.mu.Lock()
-		r.failAtomics()
+		r.failPending(ErrNotConnected)
 		r.mu.Unlock()
 		r.logger.Info("rdma requester closed")
 	})
@@ -436,6 +437,8 @@ func (r *Requester) handle(b []byte, from netip.AddrPort) {
 		switch p.BTH.Opcode {
 		case roce.OpACK, roce.OpAtomicACK:
 			r.onResponse(p)
+		case roce.OpReadResponseFirst, roce.OpReadResponseMiddle, roce.OpReadResponseLast, roce.OpReadResponseOnly:
+			r.onReadResponse(p)
 		case roce.OpSendFirst, roce.OpSendMiddle, roce.OpSendLast, roce.OpSendOnly:
 			r.onSend(p)
 		default:
@@ -477,7 +480,10 @@ func (r *Requester) send(b []byte) {
 // fail declares the connection lost: outstanding packets are dropped,
 // Post fails until the reconnect loop has a new connection. Called with
 // mu held.
-func (r *Requester) fail(why string) {
+func (r *Requester) fail(why string) { r.failWith(why, ErrNotConnected) }
+
+// failWith is fail completing the outstanding atomics and READs with err.
+func (r *Requester) failWith(why string, err error) {
 	if r.state != stateConnected {
 		return
 	}
@@ -485,7 +491,7 @@ func (r *Requester) fail(why string) {
 	r.epoch++
 	lost := r.win.n
 	r.stats.OpsLost.Add(uint64(lost))
-	r.failAtomics()
+	r.failPending(err)
 	r.resetWindow()
 	r.stats.Reconnect.Add(1)
 	r.cond.Broadcast()

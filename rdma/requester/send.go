@@ -18,10 +18,18 @@ type window struct {
 }
 
 type slot struct {
-	buf    []byte
+	buf    []byte // sealed request; empty for the PSNs a READ reserves for its responses
 	atomic bool   // a FETCH_ADD or COMPARE_SWAP whose result is awaited
 	kind   Kind   // of an atomic
-	id     uint64 // of an atomic: its Op.ID
+	id     uint64 // of an atomic or READ: its Op.ID
+
+	// A READ of rn response packets takes rn slots (PSNs): the request's
+	// (rk 0, which also holds the READ's state) and rn-1 reserved ones.
+	read   bool
+	rk, rn int
+	got    int                   // request slot: response packets received, in order
+	dst    []byte                // request slot: Op.Dst
+	done   chan<- ReadCompletion // request slot: Op.done
 }
 
 func newWindow(n, size int) window {
@@ -49,6 +57,7 @@ func (r *Requester) resetWindow() {
 	r.win.head, r.win.n = 0, 0
 	r.win.una = r.sendPSN
 	r.atomicsOut = 0
+	r.goBackPSN, r.goBackAt = 0, 0
 	r.sinceAckReq = 0
 	r.rnrAt = 0
 	r.retries = 0
@@ -58,11 +67,12 @@ func (r *Requester) resetWindow() {
 }
 
 // Post sends ops in order as RDMA WRITE (FIRST/MIDDLE/LAST above the path
-// MTU), WRITE with immediate, FETCH_ADD and COMPARE_SWAP packets. Their
-// bytes are copied: ops and their Data may be reused once Post returns. It
-// returns once they are sent (not acknowledged: see Flush; atomics report
-// their results through OnAtomic), blocking while the window or the atomic
-// limit is full. It stops at the first op it cannot send and returns
+// MTU), WRITE with immediate, FETCH_ADD, COMPARE_SWAP and READ Request
+// packets. Their bytes are copied: ops and their Data may be reused once
+// Post returns (a Read's Dst is kept until its Completion). It returns once
+// they are sent (not acknowledged: see Flush; atomics report their results
+// through OnAtomic, reads through OnRead), blocking while the window or the
+// atomic limit (which READs share) is full. It stops at the first op it cannot send and returns
 // ErrUnknownTarget, ErrOutOfRange, ErrMisaligned or ErrBadOp (the ops
 // before it are sent), or ErrNotConnected if the connection is down.
 // Concurrent calls are serialised. It does not allocate once the window is
@@ -112,9 +122,17 @@ func (r *Requester) post(ops []Op, send bool) error {
 			r.flushTx()
 			return err
 		}
-		atomic := op.atomic()
-		npk := 1
-		if !atomic && len(op.Data) > r.pmtu {
+		atomic := op.atomic() || op.Kind == Read
+		npk, span := 1, 1 // packets sent, PSNs taken by each
+		switch {
+		case op.Kind == Read:
+			span = readPackets(len(op.Dst), r.pmtu)
+			if span > len(r.win.slots) {
+				r.stats.Refused.Add(1)
+				r.flushTx()
+				return ErrBadOp
+			}
+		case !atomic && len(op.Data) > r.pmtu:
 			npk = (len(op.Data) + r.pmtu - 1) / r.pmtu
 		}
 		if r.bucket != nil {
@@ -133,13 +151,17 @@ func (r *Requester) post(ops []Op, send bool) error {
 			}
 		}
 		for k := range npk {
-			for r.win.n == len(r.win.slots) || atomic && r.atomicsOut >= r.maxAtomic {
+			for r.win.n+span > len(r.win.slots) || atomic && r.atomicsOut >= r.maxAtomic {
 				r.stats.WindowFull.Add(1)
 				r.flushTx()
 				r.cond.Wait()
 				if r.state != stateConnected {
 					return r.stateErr()
 				}
+			}
+			if op.Kind == Read {
+				r.postRead(op, t, span)
+				break
 			}
 			r.postPacket(op, t, k, npk, i == len(ops)-1 && k == npk-1)
 		}
@@ -150,6 +172,8 @@ func (r *Requester) post(ops []Op, send bool) error {
 			r.stats.WriteImms.Add(1)
 		case FetchAdd:
 			r.stats.FetchAdds.Add(1)
+		case Read:
+			r.stats.Reads.Add(1)
 		default:
 			r.stats.CompareSwaps.Add(1)
 		}
@@ -173,7 +197,7 @@ func (r *Requester) stateErr() error {
 func checkOp(op *Op, t *Target) error {
 	n := op.Len()
 	switch op.Kind {
-	case Write, WriteImm:
+	case Write, WriteImm, Read:
 		if n > 1<<31 {
 			return ErrBadOp
 		}
@@ -235,6 +259,7 @@ func (r *Requester) postPacket(op *Op, t *Target, k, npk int, lastOfCall bool) {
 	s.buf = pkt.AppendTo(s.buf[:0])
 	_ = r.out.Seal(s.buf)
 	s.atomic, s.kind, s.id = op.atomic(), op.Kind, op.ID
+	s.read = false
 	if w.n == 0 {
 		r.lastProgress = r.now
 	}
@@ -331,6 +356,10 @@ func (r *Requester) ackThrough(psn uint32, atomicACK bool, orig uint64) bool {
 	freed := 0
 	for i := 0; i <= d; i++ {
 		s := w.at(0)
+		if s.read {
+			stopped = true // its responses complete it, not an ACK
+			break
+		}
 		if s.atomic {
 			if !atomicACK || i != d {
 				stopped = true
@@ -352,25 +381,42 @@ func (r *Requester) ackThrough(psn uint32, atomicACK bool, orig uint64) bool {
 		r.stats.AckedPSN.Store(w.una)
 		r.cond.Broadcast()
 	}
-	if stopped && r.resendFrom(w.una) {
-		r.stats.AtomicsLost.Add(1)
+	if stopped {
+		read := w.at(0).read
+		if r.resendFrom(w.una) {
+			if read {
+				r.stats.ReadsLost.Add(1)
+			} else {
+				r.stats.AtomicsLost.Add(1)
+			}
+		}
 	}
 	return !stopped
 }
 
-// dropHead removes the oldest packet, refused by the responder, from the
-// window; an atomic completes with ErrRefused.
+// dropHead removes the oldest op, refused by the responder, from the
+// window; an atomic or READ completes with ErrRefused.
 func (r *Requester) dropHead() {
 	w := &r.win
 	s := w.at(0)
+	if s.read {
+		r.completeRead(ErrRefused)
+		return
+	}
 	if s.atomic {
 		r.atomicsOut--
 		s.atomic = false
 		r.complete(s, 0, ErrRefused)
 	}
-	w.head = (w.head + 1) % len(w.slots)
-	w.n--
-	w.una = (w.una + 1) & roce.PSNMask
+	r.freeHead(1)
+}
+
+// freeHead removes the n oldest slots from the window: their ops are done.
+func (r *Requester) freeHead(n int) {
+	w := &r.win
+	w.head = (w.head + n) % len(w.slots)
+	w.n -= n
+	w.una = (w.una + uint32(n)) & roce.PSNMask
 	r.retries = 0
 	r.lastProgress = r.now
 	r.stats.InFlight.Store(int64(w.n))
@@ -385,15 +431,20 @@ func (r *Requester) complete(s *slot, orig uint64, err error) {
 	}
 }
 
-// failAtomics completes every atomic still in the window with
-// ErrNotConnected: the connection is gone.
-func (r *Requester) failAtomics() {
+// failPending completes every atomic and READ still in the window with
+// err (ErrNotConnected, or errTimedOut): the connection is gone.
+func (r *Requester) failPending(err error) {
 	w := &r.win
 	for i := range w.n {
-		if s := w.at(i); s.atomic {
+		s := w.at(i)
+		switch {
+		case s.atomic:
 			s.atomic = false
-			r.complete(s, 0, ErrNotConnected)
+			r.complete(s, 0, err)
+		case s.read && s.rk == 0:
+			r.finishRead(s, err)
 		}
+		s.read = false
 	}
 	r.atomicsOut = 0
 }
@@ -418,15 +469,20 @@ func (r *Requester) goBackN(psn uint32) {
 		return
 	}
 	r.goBackPSN, r.goBackAt = psn, r.now
+	sent := 0
 	for i := d; i < w.n; i++ {
 		s := w.at(i)
+		if len(s.buf) == 0 {
+			continue // a PSN a READ reserved for a response
+		}
 		if i == w.n-1 && s.buf[8]&0x80 == 0 {
 			s.buf[8] |= 0x80 // AckReq
 			_ = r.out.Seal(s.buf)
 		}
 		r.send(s.buf)
+		sent++
 	}
-	r.stats.Retransmits.Add(uint64(w.n - d))
+	r.stats.Retransmits.Add(uint64(sent))
 	r.lastProgress = r.now
 }
 
@@ -449,7 +505,7 @@ func (r *Requester) checkTimeouts() {
 	r.retries++
 	r.stats.Timeouts.Add(1)
 	if r.retries > r.cfg.Retries {
-		r.fail("ACK timeout")
+		r.failWith("ACK timeout", errTimedOut)
 		return
 	}
 	r.goBackN(r.win.una)

@@ -9,6 +9,7 @@ type Stats struct {
 	WriteImms    atomic.Uint64 // WRITE with immediate ops sent
 	FetchAdds    atomic.Uint64 // FETCH_ADD ops sent
 	CompareSwaps atomic.Uint64 // COMPARE_SWAP ops sent
+	Reads        atomic.Uint64 // READ ops sent (first transmission)
 	Refused      atomic.Uint64 // ops refused by Post: unknown target, out of range, misaligned
 
 	Packets     atomic.Uint64 // RDMA packets sent (first transmission)
@@ -26,6 +27,13 @@ type Stats struct {
 	// (an implied NAK), so the count measures lost or reordered ATOMIC
 	// ACKs, not lost results.
 	AtomicsLost atomic.Uint64
+
+	ReadResponses  atomic.Uint64 // READ Response packets accepted (bytes placed in a Dst)
+	ReadBytes      atomic.Uint64 // bytes of completed READs
+	ReadDuplicates atomic.Uint64 // READ Response packets already received (replays of a resent READ), ignored
+	// ReadsLost counts READs resent because one of their responses, or an
+	// earlier READ's or atomic's, was missing (an implied NAK).
+	ReadsLost atomic.Uint64
 
 	NAKSequence          atomic.Uint64 // NAK PSN sequence error received
 	NAKInvalidRequest    atomic.Uint64 // NAK invalid request received

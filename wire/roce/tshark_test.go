@@ -54,6 +54,13 @@ func everyKind(t *testing.T) []namedPacket {
 	add("ACK", true, roce.Packet{BTH: bth(roce.OpACK, 0x11, 0x106, false), AETH: roce.AETH{Syndrome: roce.ACKUnlimited, MSN: 5}})
 	add("ATOMIC ACK", true, roce.Packet{BTH: bth(roce.OpAtomicACK, 0x11, 0x107, false), AETH: roce.AETH{Syndrome: roce.ACKUnlimited, MSN: 6}, AtomicAckETH: roce.AtomicAckETH{OrigData: 41}})
 	add("RDMA READ Response Only", true, roce.Packet{BTH: bth(roce.OpReadResponseOnly, 0x11, 0x10b, false), AETH: roce.AETH{Syndrome: roce.ACKUnlimited, MSN: 9}, Payload: payload})
+	// A 556-byte READ at PMTU 256: its request takes PSNs 0x10c-0x10e, one
+	// per response: First 256, Middle 256 (no AETH), Last 44.
+	add("RDMA READ Request, 3 responses", false, roce.Packet{BTH: bth(roce.OpReadRequest, 0x22, 0x10c, true), RETH: roce.RETH{VA: 0x7f0000002000, RKey: 0x12345678, DMALen: 556}})
+	add("RDMA READ Response First", true, roce.Packet{BTH: bth(roce.OpReadResponseFirst, 0x11, 0x10c, false), AETH: roce.AETH{Syndrome: roce.ACKUnlimited, MSN: 10}, Payload: data300[:256]})
+	add("RDMA READ Response Middle", true, roce.Packet{BTH: bth(roce.OpReadResponseMiddle, 0x11, 0x10d, false), Payload: data300[:256]})
+	add("RDMA READ Response Last", true, roce.Packet{BTH: bth(roce.OpReadResponseLast, 0x11, 0x10e, false), AETH: roce.AETH{Syndrome: roce.ACKUnlimited, MSN: 10}, Payload: data300[:44]})
+	add("RDMA READ Response Only, 0 bytes", true, roce.Packet{BTH: bth(roce.OpReadResponseOnly, 0x11, 0x10f, false), AETH: roce.AETH{Syndrome: roce.ACKUnlimited, MSN: 11}})
 	add("NAK PSN sequence error", true, roce.Packet{BTH: bth(roce.OpACK, 0x11, 0x10c, false), AETH: roce.AETH{Syndrome: roce.NAKPSNSequenceError, MSN: 9}})
 	add("RNR NAK", true, roce.Packet{BTH: bth(roce.OpACK, 0x11, 0x10c, false), AETH: roce.AETH{Syndrome: roce.RNRNAKSyndrome(14), MSN: 9}})
 	add("NAK invalid request", true, roce.Packet{BTH: bth(roce.OpACK, 0x11, 0x10c, false), AETH: roce.AETH{Syndrome: roce.NAKInvalidRequest, MSN: 9}})
