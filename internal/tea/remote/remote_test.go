@@ -130,4 +130,3 @@ func TestAKeyTheControlPlaneInsertsOverRDMAIsFoundByOneRead(t *testing.T) {
 	}
 	t.Logf("%d keys: %d from one RDMA READ each, %d from the stash", len(keys), fromMemory, len(keys)-fromMemory)
 }
-
