@@ -50,6 +50,8 @@ func TestLayering(t *testing.T) {
 		{pkg: "internal/export", deny: []string{"net/http", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus", mod + "internal/translator", mod + "internal/query", mod + "internal/config"}},
 		{pkg: "internal/web", stdOnly: true}, // serves its embedded assets; the page reads the public API only
 		{pkg: "internal/tea", stdOnly: true},
+		{pkg: "internal/tea/nf", stdOnly: true, also: []string{"internal/tea"}},
+		{pkg: "internal/tea/nf/tun", deny: []string{mod + "internal/", "github.com/spf13/cobra"}},
 		{pkg: "internal/tea/teabench", deny: []string{"net", "os", "flag", "log/slog", "github.com/spf13/cobra", mod + "internal/rdma", mod + "internal/region"}},
 		{pkg: "client", deny: []string{mod + "internal/", "github.com/spf13/cobra"}},
 		{pkg: "reporter", deny: []string{mod + "internal/", "github.com/spf13/cobra"}},
