@@ -59,4 +59,3 @@ func InNetns(name string, f func() error) error {
 	}()
 	return <-errc
 }
-
