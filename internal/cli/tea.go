@@ -30,7 +30,7 @@ The tables live in this process's memory; the RDMA READ path from a switch
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newTeaPlanCmd(), newTeaBenchCmd(), newTeaLoadCmd(), newTeaLookupCmd())
+	cmd.AddCommand(newTeaPlanCmd(), newTeaBenchCmd(), newTeaLoadCmd(), newTeaLookupCmd(), newTeaNFCmd())
 	return cmd
 }
 

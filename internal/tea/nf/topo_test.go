@@ -94,8 +94,6 @@ func newTopo(tb testing.TB) *topo {
 	run(tb, "ip", "netns", "exec", t.nfns, "sh", "-c",
 		"echo 1 > /proc/sys/net/ipv4/ip_forward; for f in /proc/sys/net/ipv4/conf/*/rp_filter; do echo 0 > $f; done")
 	for _, c := range [][]string{
-		{"-n", t.nfns, "link", "set", tin, "up"},
-		{"-n", t.nfns, "link", "set", tout, "up"},
 		{"-n", t.nfns, "rule", "add", "iif", c1, "lookup", "100"},
 		{"-n", t.nfns, "route", "add", "default", "dev", tin, "table", "100"},
 		{"-n", t.nfns, "route", "add", "203.0.113.0/24", "dev", tout},

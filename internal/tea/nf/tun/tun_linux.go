@@ -4,8 +4,7 @@
 // calling goroutine into a network namespace (InNetns), for tests and
 // tools that put devices and sockets into namespaces made with ip netns.
 //
-// It configures nothing: addresses, routes and the link state are set with
-// ip(8).
+// It sets no addresses or routes (ip(8) does); Open brings the device up.
 package tun
 
 import (
@@ -16,9 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Open creates (or attaches to a persistent) TUN device name in the
-// calling thread's network namespace, without packet information headers,
-// and returns it as a file whose reads unblock on Close.
+// Open creates (or attaches to a persistent, made with ip tuntap add) TUN
+// device name in the calling thread's network namespace, without packet
+// information headers, brings it up, and returns it as a file whose reads
+// unblock on Close.
 func Open(name string) (*os.File, error) {
 	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
@@ -34,7 +34,32 @@ func Open(name string) (*os.File, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("tun %q: TUNSETIFF: %w", name, err)
 	}
+	if err := up(name); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("tun %q: %w", name, err)
+	}
 	return os.NewFile(uintptr(fd), name), nil
+}
+
+// up sets IFF_UP on the device name.
+func up(name string) error {
+	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(s)
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(s, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("SIOCGIFFLAGS: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("SIOCSIFFLAGS: %w", err)
+	}
+	return nil
 }
 
 // InNetns runs f on a thread in the network namespace of the named ns (ip
