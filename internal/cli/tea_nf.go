@@ -68,8 +68,9 @@ the server-based NF. Counters are printed at exit (SIGINT, SIGTERM or
 --duration).`,
 		Example: `  ip tuntap add dev tin mode tun; ip tuntap add dev tout mode tun
   ip rule add iif eth1 lookup 100; ip route add default dev tin table 100
-  ip route add 203.0.113.0/24 dev tout
+  ip route add 203.0.113.0/24 dev tout                        # NAT: the public prefix
   dta tea nf nat --in tin --out tout --entry udp,10.1.0.2:40000,10.2.0.2:9000=203.0.113.7:50000 --rdma
+  ip rule add iif eth2 lookup 101; ip route add default dev tout table 101   # LB: the backends' replies
   dta tea nf lb --in tin --out tout --entry tcp,198.51.100.10:80=10.9.0.5:8080`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{"nat", "lb"},

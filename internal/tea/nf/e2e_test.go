@@ -201,3 +201,44 @@ func statsOf(n *nf.NF) map[string]uint64 {
 		"no_entry": s.NoEntry.Load(), "malformed": s.Malformed.Load(), "unsupported": s.Unsupported.Load(),
 		"busy": s.Busy.Load(), "unavailable": s.Unavailable.Load(), "lost": s.Lost.Load(), "send_errors": s.SendErrors.Load()}
 }
+
+func TestTheLoadBalancerSendsRealPacketsForAVIPToItsBackend(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		be   func(testing.TB, tea.Spec) backend
+	}{
+		{"with the table in local memory", localBackend},
+		{"with the table in a server's memory over RDMA", rdmaBackend},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tp := newTopo(t)
+			be := c.be(t, tea.Spec{Buckets: 64, Cells: 4, KeySize: 7, ValueSize: 6, Scratchpad: 256, Hash: tea.CRC64})
+			vip := netip.MustParseAddrPort("198.51.100.10:80")
+			for _, e := range nf.LBEntries(nf.ProtoUDP, vip, serverAddr) {
+				if err := be.tab.Insert(e.Key, e.Value); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n := newNF(t, nf.LB, be, tp)
+			tp.serve(t, n)
+			cli, srv := listen(t, tp.cli, clientAddr), listen(t, tp.srv, serverAddr)
+			buf := make([]byte, 1500)
+			for i := range 10 {
+				if _, err := cli.WriteToUDPAddrPort([]byte("req"), vip); err != nil {
+					t.Fatal(err)
+				}
+				srv.SetReadDeadline(time.Now().Add(time.Second))
+				_, from, err := srv.ReadFromUDPAddrPort(buf)
+				if err != nil || from != clientAddr {
+					t.Fatalf("request %d: the backend got one from %v (%v), want %v; %v", i, from, err, clientAddr, statsOf(n))
+				}
+				srv.WriteToUDPAddrPort([]byte("resp"), from)
+				cli.SetReadDeadline(time.Now().Add(time.Second))
+				_, back, err := cli.ReadFromUDPAddrPort(buf)
+				if err != nil || back != vip {
+					t.Fatalf("reply %d came from %v (%v), want the VIP %v; %v", i, back, err, vip, statsOf(n))
+				}
+			}
+		})
+	}
+}

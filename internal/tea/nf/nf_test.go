@@ -312,3 +312,26 @@ func TestNewRefusesATableOfTheWrongShape(t *testing.T) {
 		})
 	}
 }
+
+func TestTranslatingAPacketAllocatesNothing(t *testing.T) {
+	es := nf.NATEntries(nf.ProtoUDP, clientAddr, publicAddr, serverAddr)
+	be := localBackend(t, natSpec)
+	for _, e := range es {
+		if err := be.tab.Insert(e.Key, e.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sent := 0
+	n, err := nf.New(nf.Config{Kind: nf.NAT, Placement: be.p, Readers: be.readers, Stash: be.tab.Stash(),
+		Send: func(nf.Direction, []byte) error { sent++; return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkt := nf.BuildUDP(clientAddr.Addr().As4(), serverAddr.Addr().As4(), clientAddr.Port(), serverAddr.Port(), []byte("hi"))
+	if a := testing.AllocsPerRun(100, func() { n.Process(nf.Outbound, pkt) }); a != 0 {
+		t.Errorf("%v allocations per packet", a)
+	}
+	if sent == 0 {
+		t.Error("nothing was translated")
+	}
+}

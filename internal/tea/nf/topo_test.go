@@ -20,9 +20,9 @@ var topoSeq atomic.Uint32
 
 // topo is three network namespaces: a client (10.1.0.2) and a server
 // (10.2.0.2) joined through an NF namespace that routes every packet from
-// the client into the TUN device in, and the public prefix 203.0.113.0/24
-// into the TUN device out; what the NF writes to either is routed on by
-// the kernel.
+// the client into the TUN device in, and every packet from the server into
+// the TUN device out; what the NF writes to either is routed on by the
+// kernel (by the main table: the client's and the server's prefixes).
 type topo struct {
 	cli, nfns, srv string
 	in, out        *os.File
@@ -96,7 +96,8 @@ func newTopo(tb testing.TB) *topo {
 	for _, c := range [][]string{
 		{"-n", t.nfns, "rule", "add", "iif", c1, "lookup", "100"},
 		{"-n", t.nfns, "route", "add", "default", "dev", tin, "table", "100"},
-		{"-n", t.nfns, "route", "add", "203.0.113.0/24", "dev", tout},
+		{"-n", t.nfns, "rule", "add", "iif", s1, "lookup", "101"},
+		{"-n", t.nfns, "route", "add", "default", "dev", tout, "table", "101"},
 	} {
 		run(tb, append([]string{"ip"}, c...)...)
 	}
