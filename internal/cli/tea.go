@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"math/bits"
@@ -33,6 +34,9 @@ The tables live in this process's memory; the RDMA READ path from a switch
 	cmd.AddCommand(newTeaPlanCmd(), newTeaBenchCmd(), newTeaLoadCmd(), newTeaLookupCmd())
 	return cmd
 }
+
+// errTeaNotPrimitive refuses teatable where a report primitive is meant.
+var errTeaNotPrimitive = errors.New("teatable is a store kind that no report feeds (see dta tea plan)")
 
 // teaOutput checks an -o value.
 func teaOutput(o string) error {
