@@ -23,11 +23,14 @@ SRAM stash for what does not fit and a popularity cache in front.
 
   dta tea plan     memory for N entries of a given key and value size
   dta tea bench    the paper's figures that need no RDMA, over this code
-  dta tea load     insert entries into a table (in memory, or a table file)
-  dta tea lookup   look keys up in a table file, saying where each was found
+  dta tea load     insert entries into a table (in memory, a table file, or
+                   a collector's teatable store over RDMA WRITEs)
+  dta tea lookup   look keys up in a table file or a collector's teatable
+                   store (one RDMA READ each), saying where each was found
 
-The tables live in this process's memory; the RDMA READ path from a switch
-(or a software requester) to servers' memory is not wired yet.`,
+A collector hosts a table as a store of primitive teatable (its geometry in
+the stores: list), registered for remote reads and writes and advertised
+like any store; --collector IP:4791 [--store NAME] reaches it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
