@@ -156,6 +156,17 @@ func TestATeaTableInACollectorIsLoadedOverRDMAAndLookedUpWithOneReadEach(t *test
 	if out := runDTA(t, "tea", "lookup", "--collector", rdmaAddr, "--key", teaFlowKey(1), "--store", "flows"); !strings.Contains(out, "0x0000000003e9") {
 		t.Errorf("after a reload with --clear: %s", out)
 	}
+
+	// Filled to 0.95 of its 2048 cells, the table stashes some entries; the
+	// load says how many, and that they stay in the loading process.
+	out = runDTA(t, "tea", "load", "--collector", rdmaAddr, "--store", "flows", "--clear", "--gen", "1946")
+	m := regexp.MustCompile(`inserted 1946 entries .*: (\d+) in memory .*, (\d+) in the SRAM stash`).FindStringSubmatch(out)
+	if m == nil || mustAtoi(t, m[1])+mustAtoi(t, m[2]) != 1946 || mustAtoi(t, m[2]) == 0 {
+		t.Errorf("a load to 0.95 does not report its stash:\n%s", out)
+	}
+	if !strings.Contains(out, "stay in this process") {
+		t.Errorf("the load does not say where the stash lives:\n%s", out)
+	}
 }
 
 func TestTeaCommandsOverACollectorRefuseWhatTheyCannotDo(t *testing.T) {
