@@ -38,10 +38,10 @@ type Store struct {
 
 // Geometry is a store's layout; only its primitive's fields are set.
 type Geometry struct {
-	Hash          string  `json:"hash,omitempty"`           // keywrite, keyincrement, postcard: crc32 or crc32c
+	Hash          string  `json:"hash,omitempty"`           // keywrite, keyincrement, postcard: crc32 or crc32c; teatable: crc64
 	Slots         uint64  `json:"slots,omitempty"`          // keywrite, keyincrement
 	SlotSize      uint64  `json:"slot_size,omitempty"`      // keywrite, keyincrement: bytes per slot
-	ValueSize     int     `json:"value_size,omitempty"`     // keywrite
+	ValueSize     int     `json:"value_size,omitempty"`     // keywrite, teatable
 	MaxRedundancy int     `json:"max_redundancy,omitempty"` // keywrite: the largest N a report may use, the query default
 	Chunks        uint64  `json:"chunks,omitempty"`         // postcard
 	Hops          int     `json:"hops,omitempty"`           // postcard: the longest path
@@ -56,6 +56,10 @@ type Geometry struct {
 	Columns       uint64  `json:"columns,omitempty"`        // sketchmerge: counters per row w
 	Epochs        int     `json:"epochs,omitempty"`         // sketchmerge: copies of the sketch
 	Kind          string  `json:"kind,omitempty"`           // sketchmerge: countmin or countsketch
+	Buckets       uint64  `json:"buckets,omitempty"`        // teatable: buckets (rows) of the table
+	Cells         int     `json:"cells,omitempty"`          // teatable: cells per bucket
+	KeySize       int     `json:"key_size,omitempty"`       // teatable: bytes per key
+	Scratchpad    int     `json:"scratchpad,omitempty"`     // teatable: bytes of packet per row's scratchpad, 0 none
 }
 
 // Statuses of a Key-Write or Postcarding lookup.

@@ -147,6 +147,9 @@ func (o *benchOptions) complete() error {
 	c.Primitives = nil
 	for _, s := range o.primitives {
 		p, err := dta.ParsePrimitive(strings.TrimSpace(s))
+		if err == nil && p == dta.TeaTable {
+			err = errTeaNotPrimitive
+		}
 		if err != nil {
 			return usageError("--primitive: %v", err)
 		}

@@ -132,6 +132,9 @@ func runPlan(cmd *cobra.Command, o *planOptions) error {
 		return usageError("-o: %q is not table or json", o.output)
 	}
 	prim, err := dta.ParsePrimitive(o.primitive)
+	if err == nil && prim == dta.TeaTable {
+		err = errTeaNotPrimitive
+	}
 	if err != nil {
 		return usageError("--primitive: %v", err)
 	}

@@ -245,6 +245,12 @@ func queryGeometry(s client.Store) string {
 		return fmt.Sprintf("%d lists × %d entries of %d B, batch %d", g.Lists, g.Capacity, g.EntrySize, g.Batch)
 	case "sketchmerge":
 		return fmt.Sprintf("%s, %d rows × %d columns, %d epochs", g.Kind, g.Rows, g.Columns, g.Epochs)
+	case "teatable":
+		sp := ""
+		if g.Scratchpad > 0 {
+			sp = fmt.Sprintf(", scratchpads of %d B", g.Scratchpad)
+		}
+		return fmt.Sprintf("%d buckets × %d cells, keys %d B, values %d B%s, %s", g.Buckets, g.Cells, g.KeySize, g.ValueSize, sp, g.Hash)
 	}
 	return ""
 }

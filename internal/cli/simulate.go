@@ -215,6 +215,9 @@ func simCustom(cmd *cobra.Command, o *simulateOptions, slots, keys uint64, hp re
 		return nil, usageError("--slots, --keys: both are needed without --figure")
 	}
 	prim, err := dta.ParsePrimitive(o.primitive)
+	if err == nil && prim == dta.TeaTable {
+		err = errTeaNotPrimitive
+	}
 	if err != nil {
 		return nil, usageError("--primitive: %v", err)
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"math/bits"
@@ -22,17 +23,23 @@ SRAM stash for what does not fit and a popularity cache in front.
 
   dta tea plan     memory for N entries of a given key and value size
   dta tea bench    the paper's figures that need no RDMA, over this code
-  dta tea load     insert entries into a table (in memory, or a table file)
-  dta tea lookup   look keys up in a table file, saying where each was found
+  dta tea load     insert entries into a table (in memory, a table file, or
+                   a collector's teatable store over RDMA WRITEs)
+  dta tea lookup   look keys up in a table file or a collector's teatable
+                   store (one RDMA READ each), saying where each was found
 
-The tables live in this process's memory; the RDMA READ path from a switch
-(or a software requester) to servers' memory is not wired yet.`,
+A collector hosts a table as a store of primitive teatable (its geometry in
+the stores: list), registered for remote reads and writes and advertised
+like any store; --collector IP:4791 [--store NAME] reaches it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newTeaPlanCmd(), newTeaBenchCmd(), newTeaLoadCmd(), newTeaLookupCmd(), newTeaNFCmd())
 	return cmd
 }
+
+// errTeaNotPrimitive refuses teatable where a report primitive is meant.
+var errTeaNotPrimitive = errors.New("teatable is a store kind that no report feeds (see dta tea plan)")
 
 // teaOutput checks an -o value.
 func teaOutput(o string) error {

@@ -28,13 +28,18 @@ type teaLoadOptions struct {
 	maxTries int
 	seed     uint64
 	output   string
+
+	collector string // load the table in this collector's store
+	store     string
+	file      string // --file, another name of --in
+	clear     bool
 }
 
 func newTeaLoadCmd() *cobra.Command {
 	var o teaLoadOptions
 	cmd := &cobra.Command{
-		Use:   "load (--in FILE | --gen N) [--out TABLE]",
-		Short: "Insert entries into a TEA table in memory, and write it to a table file",
+		Use:   "load (--in FILE | --gen N) [--out TABLE | --collector IP:4791 [--store NAME]]",
+		Short: "Insert entries into a TEA table in memory, a table file, or a collector's teatable store",
 		Long: `load builds a TEA table in this process's memory with the control plane's
 Algorithm 1 (at most --max-tries victims displaced per insert; what does not
 fit stays in the SRAM stash) and reports where the entries went. With --out
@@ -50,11 +55,20 @@ bytes or a decimal number (big-endian in --value-size bytes).
 the entry's index as value.
 
 The table is sized from the entries and --load-factor unless --buckets is
-given. The RDMA path that would write servers' memory is not wired yet:
-the table lives here.`,
+given.
+
+With --collector the table is a collector's teatable store (its geometry
+from the collector's store advertisement; --store names it, default: the
+default teatable store): every write of the control plane is an RDMA WRITE
+into the collector's memory. The store must be empty (--clear zeroes it
+first). Entries that do not fit stay in the stash, which is SRAM on a switch
+and lives in this process here: they are lost when it exits, and a lookup
+from another process (dta tea lookup --collector) does not find them. The
+output says how many went there.`,
 		Example: `  dta tea load --gen 1M --out flows.tea
   dta tea load --in nat.txt --key-size 13 --value-size 6 --out nat.tea
-  printf 'tcp,10.0.0.1:5000,10.0.0.2:80 0x0a0000630050\n' | dta tea load --in - --key-size 13 --value-size 6`,
+  printf 'tcp,10.0.0.1:5000,10.0.0.2:80 0x0a0000630050\n' | dta tea load --in - --key-size 13 --value-size 6
+  dta tea load --collector 192.0.2.10:4791 --store flows --gen 100K`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTeaLoad(cmd, &o) },
 	}
@@ -66,6 +80,10 @@ the table lives here.`,
 	fl.IntVar(&o.maxTries, "max-tries", tea.DefaultMaxTries, "Algorithm 1's MaxTries")
 	fl.Uint64Var(&o.seed, "seed", 1, "seed of the victims (and of --gen's keys)")
 	fl.StringVarP(&o.output, "output", "o", "table", "output `format`: table or json")
+	fl.StringVar(&o.collector, "collector", "", "load the table in this collector's teatable store, at its RoCEv2 address `IP:PORT` (port 4791 if absent)")
+	fl.StringVar(&o.store, "store", "", "with --collector: the teatable store (default: the collector's default teatable store)")
+	fl.StringVar(&o.file, "file", "", "another name of --in")
+	fl.BoolVar(&o.clear, "clear", false, "with --collector: zero the store's table before loading it")
 	return cmd
 }
 
@@ -80,6 +98,8 @@ type teaLoadReport struct {
 	Stats      tea.TableStats `json:"stats"`
 	Seconds    float64        `json:"seconds"`
 	File       string         `json:"file,omitempty"`
+	Collector  string         `json:"collector,omitempty"`
+	Store      string         `json:"store,omitempty"`
 	FileBytes  int64          `json:"file_bytes,omitempty"`
 	SampleKey  string         `json:"sample_key,omitempty"`
 }
@@ -88,8 +108,27 @@ func runTeaLoad(cmd *cobra.Command, o *teaLoadOptions) error {
 	if err := teaOutput(o.output); err != nil {
 		return err
 	}
+	if o.file != "" {
+		if o.in != "" {
+			return usageError("--file is another name of --in: give one")
+		}
+		o.in = o.file
+	}
 	if (o.in == "") == (o.gen == "") {
-		return usageError("give one of --in FILE or --gen N")
+		return usageError("give one of --in FILE (--file) or --gen N")
+	}
+	if o.collector == "" && (o.store != "" || o.clear) {
+		return usageError("--store, --clear: only with --collector")
+	}
+	var rt *teaRemote
+	var tab *tea.Table
+	if o.collector != "" {
+		var err error
+		if rt, tab, err = teaRemoteLoad(cmd, o); err != nil {
+			return err
+		}
+		defer rt.q.Close()
+		o.spec.keySize, o.spec.valueSize = rt.spec.KeySize, rt.spec.ValueSize
 	}
 	ks, vs := o.spec.keySize, o.spec.valueSize
 	if ks < 1 || ks > tea.MaxKeySize || vs < 0 || vs > tea.MaxValueSize {
@@ -120,7 +159,9 @@ func runTeaLoad(cmd *cobra.Command, o *teaLoadOptions) error {
 		return usageError("no entries to insert")
 	}
 	var spec tea.Spec
-	if o.spec.buckets != "" {
+	if rt != nil {
+		spec = rt.spec
+	} else if o.spec.buckets != "" {
 		b, err := teaCount("--buckets", o.spec.buckets)
 		if err != nil {
 			return err
@@ -136,11 +177,16 @@ func runTeaLoad(cmd *cobra.Command, o *teaLoadOptions) error {
 		}
 		spec = p.Spec
 	}
-	tab, err := tea.NewTable(spec, tea.NewLocalMemory(spec.TableSize()), tea.TableConfig{MaxTries: o.maxTries, Seed: o.seed})
-	if err != nil {
-		return usageError("%v", err)
+	if tab == nil {
+		var err error
+		if tab, err = tea.NewTable(spec, tea.NewLocalMemory(spec.TableSize()), tea.TableConfig{MaxTries: o.maxTries, Seed: o.seed}); err != nil {
+			return usageError("%v", err)
+		}
 	}
 	rep := teaLoadReport{Spec: spec}
+	if rt != nil {
+		rep.Collector, rep.Store = rt.addr, rt.store.Name
+	}
 	start := time.Now()
 	for i := range n {
 		err := tab.Insert(keys[i*uint64(ks):(i+1)*uint64(ks)], values[i*uint64(vs):(i+1)*uint64(vs)])
@@ -172,11 +218,18 @@ func runTeaLoad(cmd *cobra.Command, o *teaLoadOptions) error {
 	if o.output == "json" {
 		return teaJSON(out, rep)
 	}
+	if rt != nil {
+		fmt.Fprintf(out, "collector %s, store %s: ", rt.addr, rt.store.Name)
+	}
 	fmt.Fprintf(out, "table: %d buckets × %d cells of %d-byte keys and %d-byte values; %s of memory with shadows%s\n",
 		spec.Buckets, spec.Cells, ks, vs, planBytesTea(spec.TableSize()), map[bool]string{true: " and scratchpads", false: ""}[spec.Scratchpad > 0])
 	fmt.Fprintf(out, "inserted %d entries in %.2f s (%d duplicates skipped): %d in memory (load factor %.3f), %d in the SRAM stash (%s); %d victims displaced\n",
 		rep.Inserted, rep.Seconds, rep.Duplicates, rep.InMemory, rep.LoadFactor, rep.Stashed,
 		teaPct(float64(rep.Stashed)/float64(max(rep.Inserted, 1)), 3), rep.Stats.Kicks)
+	if rt != nil {
+		fmt.Fprintf(out, "%d entries in the collector's memory, written with RDMA WRITEs; the %d in the stash stay in this process (a switch's SRAM) and are lost when it exits; look a key up with:\n  dta tea lookup --collector %s --store %s --key %s\n",
+			rep.InMemory, rep.Stashed, rt.addr, rt.store.Name, rep.SampleKey)
+	}
 	if o.out != "" {
 		fmt.Fprintf(out, "wrote %s (%d bytes); look a key up with:\n  dta tea lookup --table %s --key %s\n", o.out, rep.FileBytes, o.out, rep.SampleKey)
 	}
@@ -290,18 +343,20 @@ func teaWriteTable(path string, tab *tea.Table) error {
 }
 
 type teaLookupOptions struct {
-	table    string
-	keys     []string
-	servers  int
-	replicas int
-	output   string
+	table     string
+	keys      []string
+	servers   int
+	replicas  int
+	output    string
+	collector string
+	store     string
 }
 
 func newTeaLookupCmd() *cobra.Command {
 	var o teaLookupOptions
 	cmd := &cobra.Command{
-		Use:   "lookup --table TABLE --key KEY...",
-		Short: "Look keys up in a TEA table file, as the switch would, and say where each was found",
+		Use:   "lookup (--table TABLE | --collector IP:4791 [--store NAME]) --key KEY...",
+		Short: "Look keys up in a TEA table file or a collector's teatable store, as the switch would, and say where each was found",
 		Long: `lookup restores a table file (written by dta tea load) into this process's
 memory, placed over --servers servers with --replicas copies of each bucket
 range, and looks each --key up with the lookup engine: the SRAM stash
@@ -310,9 +365,13 @@ copy of the next one) on the first server holding it. It prints where each
 key was found: the stash, or the server, bucket and cell, and the reads it
 took (never more than one).
 
-The reads go to local memory; the RDMA READ path to servers is not wired yet.`,
+With --table the reads go to local memory. With --collector each lookup is
+one RDMA READ of the key's row in the collector's teatable store (--store
+names it; default: the default teatable store), as the switch's would be;
+the stash is the loading process's and is empty here.`,
 		Example: `  dta tea lookup --table flows.tea --key tcp,10.0.0.1:5000,10.0.0.2:80
-  dta tea lookup --table flows.tea --servers 4 --replicas 2 --key 0x0a0000010a0000021f9000500600 -o json`,
+  dta tea lookup --table flows.tea --servers 4 --replicas 2 --key 0x0a0000010a0000021f9000500600 -o json
+  dta tea lookup --collector 192.0.2.10:4791 --store flows --key tcp,10.0.0.1:5000,10.0.0.2:80`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTeaLookup(cmd, &o) },
 	}
@@ -322,6 +381,8 @@ The reads go to local memory; the RDMA READ path to servers is not wired yet.`,
 	fl.IntVar(&o.servers, "servers", 1, "servers to place the table over")
 	fl.IntVar(&o.replicas, "replicas", 1, "servers holding each bucket range")
 	fl.StringVarP(&o.output, "output", "o", "table", "output `format`: table or json")
+	fl.StringVar(&o.collector, "collector", "", "look up in this collector's teatable store, at its RoCEv2 address `IP:PORT` (port 4791 if absent)")
+	fl.StringVar(&o.store, "store", "", "with --collector: the teatable store (default: the collector's default teatable store)")
 	return cmd
 }
 
@@ -343,8 +404,14 @@ func runTeaLookup(cmd *cobra.Command, o *teaLookupOptions) error {
 	if err := teaOutput(o.output); err != nil {
 		return err
 	}
-	if o.table == "" || len(o.keys) == 0 {
-		return usageError("--table and at least one --key are required")
+	if (o.table == "") == (o.collector == "") || len(o.keys) == 0 {
+		return usageError("one of --table or --collector, and at least one --key, are required")
+	}
+	if o.collector != "" {
+		return runTeaRemoteLookup(cmd, o)
+	}
+	if o.store != "" {
+		return usageError("--store: only with --collector")
 	}
 	b, err := os.ReadFile(o.table)
 	if err != nil {

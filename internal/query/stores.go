@@ -39,6 +39,10 @@ type geometry struct {
 	Columns       uint64  `json:"columns,omitempty"`
 	Epochs        int     `json:"epochs,omitempty"`
 	Kind          string  `json:"kind,omitempty"`
+	Buckets       uint64  `json:"buckets,omitempty"`
+	Cells         int     `json:"cells,omitempty"`
+	KeySize       int     `json:"key_size,omitempty"`
+	Scratchpad    int     `json:"scratchpad,omitempty"`
 }
 
 func describe(st *store.Store) storeInfo {
@@ -68,6 +72,9 @@ func describe(st *store.Store) storeInfo {
 	case dta.SketchMerge:
 		s := st.Descriptor.SketchMerge
 		g.Rows, g.Columns, g.Epochs, g.Kind = s.Rows, s.Columns, s.Epochs, s.Kind.String()
+	case dta.TeaTable:
+		s := st.Descriptor.TeaTable
+		g.Hash, g.Buckets, g.Cells, g.KeySize, g.ValueSize, g.Scratchpad = s.Hash.String(), s.Buckets, s.Cells, s.KeySize, s.ValueSize, s.Scratchpad
 	}
 	return info
 }

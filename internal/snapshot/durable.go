@@ -266,6 +266,8 @@ func geometry(d store.Descriptor) string {
 		return fmt.Sprintf("%+v", d.Append)
 	case dta.SketchMerge:
 		return fmt.Sprintf("%+v", d.SketchMerge)
+	case dta.TeaTable:
+		return fmt.Sprintf("%+v", d.TeaTable)
 	}
 	return fmt.Sprintf("%+v", d)
 }

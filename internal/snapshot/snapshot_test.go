@@ -312,6 +312,7 @@ func TestChangedGeometryIsRefusedWithAnErrorNamingTheStore(t *testing.T) {
 		{"more slots", func(c []store.Config) []store.Config { c[0].Slots *= 2; return c }, `store "keywrite" changed geometry`},
 		{"another entry size", func(c []store.Config) []store.Config { c[3].EntrySize = 8; return c }, `store "append" changed geometry`},
 		{"a store removed", func(c []store.Config) []store.Config { return c[1:] }, `store "keywrite", which the configuration no longer has`},
+		{"a TEA table with larger values", func(c []store.Config) []store.Config { c[5].ValueSize = 8; return c }, `store "tea" changed geometry`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			descs, err := store.DescribeAll(tc.change(storetest.Configs()))

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 
+	"github.com/dta-go/dta/internal/tea"
 	"github.com/dta-go/dta/sketch"
 	"github.com/dta-go/dta/wire/advert"
 	"github.com/dta-go/dta/wire/dta"
@@ -80,6 +81,9 @@ func toWire(s *Advertised) advert.Store {
 	case dta.SketchMerge:
 		g := &s.SketchMerge
 		w.SketchMerge = advert.SketchMerge{Rows: g.Rows, Columns: g.Columns, Epochs: g.Epochs, Kind: uint8(g.Kind)}
+	case dta.TeaTable:
+		g := &s.TeaTable
+		w.TeaTable = advert.TeaTable{Buckets: g.Buckets, Cells: g.Cells, KeySize: g.KeySize, ValueSize: g.ValueSize, Scratchpad: g.Scratchpad, TableHash: uint8(g.Hash)}
 	}
 	return w
 }
@@ -106,6 +110,9 @@ func fromWire(w *advert.Store) Advertised {
 	case dta.SketchMerge:
 		g := &w.SketchMerge
 		d.SketchMerge.Rows, d.SketchMerge.Columns, d.SketchMerge.Epochs, d.SketchMerge.Kind = g.Rows, g.Columns, g.Epochs, sketch.Kind(g.Kind)
+	case dta.TeaTable:
+		g := &w.TeaTable
+		d.TeaTable = tea.Spec{Buckets: g.Buckets, Cells: g.Cells, KeySize: g.KeySize, ValueSize: g.ValueSize, Scratchpad: g.Scratchpad, Hash: tea.Hash(g.TableHash)}
 	}
 	return s
 }

@@ -6,11 +6,13 @@ import (
 	"testing"
 
 	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/wire/dta"
 )
 
 func advertised(t testing.TB) []store.Advertised {
 	t.Helper()
-	descs, err := store.DescribeAll(store.DefaultConfigs())
+	cfgs := append(store.DefaultConfigs(), store.Config{Name: "tea", ID: 20, Primitive: "teatable", Buckets: 1000, Cells: 4, Scratchpad: 1500})
+	descs, err := store.DescribeAll(cfgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,6 +35,9 @@ func TestAdvertisementRoundTrips(t *testing.T) {
 	}
 	if !reflect.DeepEqual(in, out) {
 		t.Fatalf("round trip changed the stores:\n in %+v\nout %+v", in, out)
+	}
+	if tt := out[len(out)-1]; tt.Primitive != dta.TeaTable || tt.TeaTable.Buckets != 1000 || tt.TeaTable.Scratchpad != 1500 || tt.Length != tt.TeaTable.TableSize() {
+		t.Errorf("the TEA table came back as %+v", tt)
 	}
 }
 
@@ -59,6 +64,9 @@ func TestAdvertisementRejectsWhatItCannotTrust(t *testing.T) {
 		{"a repeated id", mutate(func(s []store.Advertised) { s[1].ID = s[0].ID })},
 		{"a repeated name", mutate(func(s []store.Advertised) { s[1].Name = s[0].Name })},
 		{"invalid geometry", mutate(func(s []store.Advertised) { s[0].KeyWrite.Slots = 1 })},
+		{"a TEA table of one bucket", mutate(func(s []store.Advertised) { s[len(s)-1].TeaTable.Buckets = 1 })},
+		{"a TEA table of an unknown hash", mutate(func(s []store.Advertised) { s[len(s)-1].TeaTable.Hash = 2 })},
+		{"a region too small for its TEA table", mutate(func(s []store.Advertised) { s[len(s)-1].Length-- })},
 	} {
 		t.Run(tc.name+" is rejected", func(t *testing.T) {
 			if _, err := store.ParseAdvertisement(tc.b); !errors.Is(err, store.ErrAdvert) {

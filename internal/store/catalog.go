@@ -14,6 +14,7 @@ import (
 	"github.com/dta-go/dta/internal/primitive/postcard"
 	"github.com/dta-go/dta/internal/primitive/sketchmerge"
 	"github.com/dta-go/dta/internal/region"
+	"github.com/dta-go/dta/internal/tea"
 	"github.com/dta-go/dta/wire/dta"
 )
 
@@ -366,7 +367,7 @@ func (s *Store) AppendHeads() []ListHead {
 }
 
 // Occupancy estimates the share of the store's units (slots, counters,
-// chunks) that are not all zero, from samples evenly spaced units. For Append
+// chunks, TEA table cells) that are not all zero, from samples evenly spaced units. For Append
 // stores it is the share of lists whose head is not zero. It reads memory
 // without locks; the estimate is for monitoring only.
 func (s *Store) Occupancy(samples int) float64 {
@@ -385,6 +386,18 @@ func (s *Store) Occupancy(samples int) float64 {
 		step := sp.Counters() * uint64(sp.Epochs) / uint64(samples)
 		for i := range uint64(samples) {
 			if v, _ := s.Region.Load64(sketchmerge.HeaderSize + i*step*sketchmerge.CounterSize); v != 0 {
+				used++
+			}
+		}
+		return float64(used) / float64(samples)
+	case dta.TeaTable:
+		// Cells whose flag says they hold an entry (originals only).
+		sp := s.Descriptor.TeaTable
+		used, samples := 0, int(min(uint64(max(samples, 1)), sp.Entries()))
+		step := sp.Entries() / uint64(samples)
+		for i := range uint64(samples) {
+			j := i * step
+			if b, err := s.Region.Slice(sp.CellOffset(j/uint64(sp.Cells), int(j%uint64(sp.Cells))), 1); err == nil && b[0]&tea.FlagValid != 0 {
 				used++
 			}
 		}

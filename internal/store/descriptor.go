@@ -20,6 +20,7 @@ import (
 	"github.com/dta-go/dta/internal/primitive/postcard"
 	"github.com/dta-go/dta/internal/primitive/sketchmerge"
 	"github.com/dta-go/dta/internal/region"
+	"github.com/dta-go/dta/internal/tea"
 	"github.com/dta-go/dta/sketch"
 	"github.com/dta-go/dta/wire/dta"
 )
@@ -35,7 +36,7 @@ type Config struct {
 	Memory    ByteSize `yaml:"memory"`
 	Hash      string   `yaml:"hash"`
 
-	// Key-Write, Key-Increment.
+	// Key-Write, Key-Increment (value_size: Key-Write and TEA table).
 	Slots     uint64 `yaml:"slots"`
 	ValueSize int    `yaml:"value_size"`
 	// Key-Write: the largest N a report may ask for, and the query default;
@@ -59,6 +60,13 @@ type Config struct {
 	Columns uint64 `yaml:"columns"`
 	Epochs  int    `yaml:"epochs"`
 	Kind    string `yaml:"kind"`
+
+	// TEA table (primitive teatable, a store no report feeds; value_size
+	// above; hash crc64, the default).
+	Buckets    uint64 `yaml:"buckets"`
+	Cells      int    `yaml:"cells"`
+	KeySize    int    `yaml:"key_size"`
+	Scratchpad int    `yaml:"scratchpad"`
 }
 
 // Descriptor is a store's identity and geometry: everything a writer or
@@ -74,6 +82,7 @@ type Descriptor struct {
 	Postcard     postcard.Spec
 	Append       appendlist.Spec
 	SketchMerge  sketchmerge.Spec
+	TeaTable     tea.Spec
 }
 
 // RegionSize is the bytes of memory the store needs.
@@ -89,6 +98,8 @@ func (d *Descriptor) RegionSize() uint64 {
 		return d.Append.RegionSize()
 	case dta.SketchMerge:
 		return d.SketchMerge.RegionSize()
+	case dta.TeaTable:
+		return d.TeaTable.TableSize()
 	}
 	return 0
 }
@@ -106,6 +117,8 @@ func (d *Descriptor) Validate() error {
 		return d.Append.Validate()
 	case dta.SketchMerge:
 		return d.SketchMerge.Validate()
+	case dta.TeaTable:
+		return d.TeaTable.Validate()
 	}
 	return fmt.Errorf("primitive: %v unknown", d.Primitive)
 }
@@ -126,6 +139,10 @@ const (
 	DefaultRows         = 4
 	DefaultColumns      = 1 << 16
 	DefaultEpochs       = 3
+	DefaultBuckets      = 1 << 14 // TEA table
+	DefaultCells        = 8       // TEA table
+	DefaultKeySize      = 13      // TEA table: an IPv4 5-tuple
+	DefaultTeaValueSize = 6       // TEA table: the paper's NAT value
 )
 
 // Describe validates c and returns its descriptor, with defaults filled in.
@@ -147,7 +164,7 @@ func (c *Config) Describe() (Descriptor, error) {
 	// crc32 reproduces the original prototype's memory byte for byte, which
 	// matters only to read memory written by the Tofino translator.
 	hash := hashing.CRC32C
-	if c.Hash != "" {
+	if c.Hash != "" && p != dta.TeaTable {
 		if hash, err = hashing.ParseAlgorithm(c.Hash); err != nil {
 			return d, fmt.Errorf("hash: %w", err)
 		}
@@ -157,8 +174,8 @@ func (c *Config) Describe() (Descriptor, error) {
 	}
 	red := orDefault(c.Redundancy, DefaultRedundancy)
 	mem := uint64(c.Memory)
-	if mem != 0 && (c.Slots != 0 || c.Chunks != 0 || c.Capacity != 0 || c.Columns != 0) {
-		return d, errors.New("memory: give either memory or the primitive's count (slots, chunks, capacity, columns), not both")
+	if mem != 0 && (c.Slots != 0 || c.Chunks != 0 || c.Capacity != 0 || c.Columns != 0 || c.Buckets != 0) {
+		return d, errors.New("memory: give either memory or the primitive's count (slots, chunks, capacity, columns, buckets), not both")
 	}
 	if mem > region.MaxSize {
 		return d, fmt.Errorf("memory: %v is above the largest region, %v", c.Memory, ByteSize(region.MaxSize))
@@ -235,6 +252,29 @@ func (c *Config) Describe() (Descriptor, error) {
 		} else if c.Columns == 0 {
 			d.SketchMerge.Columns = DefaultColumns
 		}
+	case dta.TeaTable:
+		th := tea.CRC64
+		if c.Hash != "" {
+			if th, err = tea.ParseHash(c.Hash); err != nil {
+				return d, fmt.Errorf("hash: %w", err)
+			}
+		}
+		d.TeaTable = tea.Spec{Buckets: c.Buckets, Cells: orDefault(c.Cells, DefaultCells), KeySize: orDefault(c.KeySize, DefaultKeySize),
+			ValueSize: orDefault(c.ValueSize, DefaultTeaValueSize), Scratchpad: c.Scratchpad, Hash: th}
+		if mem != 0 {
+			probe := d.TeaTable
+			probe.Buckets = 2
+			if err := probe.Validate(); err != nil {
+				return d, err
+			}
+			d.TeaTable.Buckets = mem / d.TeaTable.RowSize()
+			if d.TeaTable.Buckets < 2 {
+				small = fmt.Sprintf("%d buckets of %d bytes, at least 2 are needed", d.TeaTable.Buckets, d.TeaTable.RowSize())
+				d.TeaTable.Buckets = 2
+			}
+		} else if c.Buckets == 0 {
+			d.TeaTable.Buckets = DefaultBuckets
+		}
 	}
 	if err := d.Validate(); err != nil {
 		return d, err
@@ -255,8 +295,8 @@ func (c *Config) onlyFieldsOf(p dta.Primitive) error {
 	kv := p == dta.KeyWrite || p == dta.KeyIncrement
 	for _, f := range []field{
 		{"slots", c.Slots != 0, kv},
-		{"value_size", c.ValueSize != 0, p == dta.KeyWrite},
-		{"redundancy", c.Redundancy != 0, p != dta.Append && p != dta.SketchMerge},
+		{"value_size", c.ValueSize != 0, p == dta.KeyWrite || p == dta.TeaTable},
+		{"redundancy", c.Redundancy != 0, p != dta.Append && p != dta.SketchMerge && p != dta.TeaTable},
 		{"hash", c.Hash != "", p != dta.Append && p != dta.SketchMerge},
 		{"chunks", c.Chunks != 0, p == dta.Postcard},
 		{"hops", c.Hops != 0, p == dta.Postcard},
@@ -270,6 +310,10 @@ func (c *Config) onlyFieldsOf(p dta.Primitive) error {
 		{"columns", c.Columns != 0, p == dta.SketchMerge},
 		{"epochs", c.Epochs != 0, p == dta.SketchMerge},
 		{"kind", c.Kind != "", p == dta.SketchMerge},
+		{"buckets", c.Buckets != 0, p == dta.TeaTable},
+		{"cells", c.Cells != 0, p == dta.TeaTable},
+		{"key_size", c.KeySize != 0, p == dta.TeaTable},
+		{"scratchpad", c.Scratchpad != 0, p == dta.TeaTable},
 	} {
 		if f.set && !f.ok {
 			return fmt.Errorf("%s: not a setting of a %v store", f.name, p)

@@ -10,6 +10,7 @@ import (
 	"github.com/dta-go/dta/internal/primitive/keywrite"
 	"github.com/dta-go/dta/internal/primitive/postcard"
 	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/internal/tea"
 	"github.com/dta-go/dta/wire/dta"
 )
 
@@ -53,6 +54,16 @@ func TestDescribeRejectsBadConfigs(t *testing.T) {
 		{"chunks not a power of two with crc32", store.Config{Name: "pc", ID: 1, Primitive: "postcard", Chunks: 1000, Hash: "crc32"}, "chunks"},
 		{"memory too small for a postcard store", store.Config{Name: "pc", ID: 1, Primitive: "postcard", Memory: 39}, "memory"},
 		{"hash in an append store", store.Config{Name: "ap", ID: 1, Primitive: "append", Hash: "crc32"}, "hash"},
+		{"a crc32 hash in a teatable store", store.Config{Name: "tt", ID: 1, Primitive: "teatable", Hash: "crc32"}, "hash"},
+		{"65 cells per bucket", store.Config{Name: "tt", ID: 1, Primitive: "teatable", Cells: 65}, "cells"},
+		{"a key of 65 bytes", store.Config{Name: "tt", ID: 1, Primitive: "teatable", KeySize: 65}, "key_size"},
+		{"one bucket", store.Config{Name: "tt", ID: 1, Primitive: "teatable", Buckets: 1}, "buckets"},
+		{"both memory and buckets", store.Config{Name: "tt", ID: 1, Primitive: "teatable", Buckets: 8, Memory: 1 << 20}, "memory"},
+		{"memory too small for two buckets", store.Config{Name: "tt", ID: 1, Primitive: "teatable", Memory: 64}, "memory"},
+		{"a negative key size with memory", store.Config{Name: "tt", ID: 1, Primitive: "teatable", KeySize: -7, Memory: 1 << 20}, "key_size"},
+		{"redundancy in a teatable store", store.Config{Name: "tt", ID: 1, Primitive: "teatable", Redundancy: 2}, "redundancy"},
+		{"slots in a teatable store", store.Config{Name: "tt", ID: 1, Primitive: "teatable", Slots: 8}, "slots"},
+		{"buckets in a keywrite store", kw(func(c *store.Config) { c.Buckets = 8 }), "buckets"},
 		{"redundancy in an append store", store.Config{Name: "ap", ID: 1, Primitive: "append", Redundancy: 2}, "redundancy"},
 		{"batch 32", store.Config{Name: "ap", ID: 1, Primitive: "append", Batch: 32}, "batch"},
 		{"a ring smaller than two batches", store.Config{Name: "ap", ID: 1, Primitive: "append", Capacity: 7, Batch: 4}, "capacity"},
@@ -168,6 +179,40 @@ func TestDescribeSizesFromMemory(t *testing.T) {
 			}
 			if d.RegionSize() > uint64(tt.cfg.Memory) {
 				t.Errorf("region of %d bytes exceeds memory %d", d.RegionSize(), tt.cfg.Memory)
+			}
+		})
+	}
+}
+
+func TestATeaTableStoreIsSizedByItsGeometry(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cfg  store.Config
+		want tea.Spec
+	}{
+		{"the defaults are 2^14 buckets of 8 cells of 13-byte keys and 6-byte values",
+			store.Config{Name: "tt", ID: 9, Primitive: "teatable"},
+			tea.Spec{Buckets: 1 << 14, Cells: 8, KeySize: 13, ValueSize: 6, Hash: tea.CRC64}},
+		{"every field given is kept",
+			store.Config{Name: "tt", ID: 9, Primitive: "teatable", Buckets: 1000, Cells: 4, KeySize: 37, ValueSize: 2, Scratchpad: 1500, Hash: "crc64"},
+			tea.Spec{Buckets: 1000, Cells: 4, KeySize: 37, ValueSize: 2, Scratchpad: 1500, Hash: tea.CRC64}},
+		{"memory gives as many whole rows as fit",
+			store.Config{Name: "tt", ID: 9, Primitive: "teatable", Memory: 1 << 20, Cells: 4},
+			tea.Spec{Buckets: (1 << 20) / ((2*4*20 + 7) &^ 7), Cells: 4, KeySize: 13, ValueSize: 6, Hash: tea.CRC64}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := tt.cfg.Describe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Primitive != dta.TeaTable || d.TeaTable != tt.want {
+				t.Fatalf("got %v %+v, want %+v", d.Primitive, d.TeaTable, tt.want)
+			}
+			if d.RegionSize() != tt.want.TableSize() {
+				t.Errorf("region of %d bytes for a table of %d", d.RegionSize(), tt.want.TableSize())
+			}
+			if tt.cfg.Memory != 0 && d.RegionSize() > uint64(tt.cfg.Memory) {
+				t.Errorf("region of %d bytes exceeds memory %v", d.RegionSize(), tt.cfg.Memory)
 			}
 		})
 	}

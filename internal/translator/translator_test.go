@@ -128,6 +128,8 @@ func TestMalformedReportsAreCountedAndChangeNothing(t *testing.T) {
 		{"an extended key-write whose key length lies is rejected", ext(dta.OpKeyWriteExt, 0, 1, 2, 60, 0, 4, 1, 2, 3), ReasonLength},
 		{"an extended key-write to an unknown store is rejected", ext(dta.OpKeyWriteExt, 0, 99, 2, 1, 0, 4, 7, 1, 2, 3, 4), ReasonUnknownStore},
 		{"an extended key-write to an append store is rejected", ext(dta.OpKeyWriteExt, 0, 4, 2, 1, 0, 4, 7, 1, 2, 3, 4), ReasonWrongPrimitive},
+		{"an extended key-write to a TEA table store is rejected", ext(dta.OpKeyWriteExt, 0, 60, 2, 1, 0, 4, 7, 1, 2, 3, 4), ReasonWrongPrimitive},
+		{"an extended append to a TEA table store is rejected", ext(dta.OpAppendExt, 0, 60, 0, 0, 0, 1, 0, 4, 1, 2, 3, 4), ReasonWrongPrimitive},
 		{"an extended key-write with a 5-byte value into a 4-byte store is rejected", ext(dta.OpKeyWriteExt, 0, 1, 2, 1, 0, 5, 7, 1, 2, 3, 4, 5), ReasonValueSize},
 		{"an extended append with an 8-byte entry into a 4-byte store is rejected", ext(dta.OpAppendExt, 0, 4, 0, 0, 0, 1, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8), ReasonValueSize},
 		{"an empty batch is rejected", []byte{0x20, 0, 0, 0}, ReasonBatch},

@@ -38,7 +38,7 @@ var (
 // geometry. Only the geometry field of its Primitive is meaningful.
 type Store struct {
 	ID        uint16            // wire store id of extended reports, 1..65535
-	Primitive dta.Primitive     // 1 Key-Write, 2 Append, 3 Key-Increment, 4 Postcarding, 5 Sketch-Merge
+	Primitive dta.Primitive     // 1 Key-Write, 2 Append, 3 Key-Increment, 4 Postcarding, 5 Sketch-Merge, 6 TEA table
 	Default   bool              // the default store of its primitive
 	Hash      hashing.Algorithm // Key-Write, Key-Increment, Postcarding; 0 otherwise
 	Name      string            // 1..MaxNameLen bytes
@@ -52,6 +52,7 @@ type Store struct {
 	Postcard     Postcard
 	Append       Append
 	SketchMerge  SketchMerge
+	TeaTable     TeaTable
 
 	// Heads are the Append lists whose head is not 0, lists increasing
 	// (Append stores only).
@@ -93,6 +94,18 @@ type SketchMerge struct {
 	Columns uint64 // counters per row
 	Epochs  int    // u8
 	Kind    uint8  // 1 count-min, 2 count-sketch (package sketch's Kind)
+}
+
+// TeaTable is a TEA table's geometry (internal/tea's Spec). Its hash is
+// not a hashing.Algorithm: the record's hash byte is 0 and TableHash names
+// the bucket hash.
+type TeaTable struct {
+	Buckets    uint64 // buckets (rows) of the table
+	Cells      int    // cells per bucket (u8)
+	KeySize    int    // bytes of a key (u8)
+	ValueSize  int    // bytes of a value (u16)
+	Scratchpad int    // bytes of packet a row's scratchpad holds, 0: none (u16)
+	TableHash  uint8  // the bucket hash: 1 CRC-64/XZ
 }
 
 // ListHead is one Append list's head.
@@ -169,6 +182,20 @@ func Encode(b []byte, stores []Store) ([]byte, error) {
 				b, err = appendU8(b, "epochs", g.Epochs)
 			}
 			b = append(b, g.Kind)
+		case dta.TeaTable:
+			g := &s.TeaTable
+			b = binary.BigEndian.AppendUint64(b, g.Buckets)
+			b, err = appendU8(b, "cells", g.Cells)
+			if err == nil {
+				b, err = appendU8(b, "key_size", g.KeySize)
+			}
+			if err == nil {
+				b, err = appendU16(b, "value_size", g.ValueSize)
+			}
+			if err == nil {
+				b, err = appendU16(b, "scratchpad", g.Scratchpad)
+			}
+			b = append(b, g.TableHash)
 		default:
 			err = fmt.Errorf("unknown primitive %v", s.Primitive)
 		}
@@ -303,6 +330,8 @@ func Decode(b []byte) ([]Store, error) {
 			s.Append = Append{Lists: r.u32(), Capacity: r.u64(), EntrySize: int(r.u16()), Batch: int(r.u8())}
 		case dta.SketchMerge:
 			s.SketchMerge = SketchMerge{Rows: int(r.u8()), Columns: r.u64(), Epochs: int(r.u8()), Kind: r.u8()}
+		case dta.TeaTable:
+			s.TeaTable = TeaTable{Buckets: r.u64(), Cells: int(r.u8()), KeySize: int(r.u8()), ValueSize: int(r.u16()), Scratchpad: int(r.u16()), TableHash: r.u8()}
 		default:
 			if r.err == nil {
 				return nil, fmt.Errorf("%w: store %d: unknown primitive %d", ErrAdvert, i, s.Primitive)

@@ -26,6 +26,8 @@ func sample() []advert.Store {
 			Heads:  []advert.ListHead{{List: 1, Head: 7}, {List: 3, Head: 1 << 40}}},
 		{ID: 5, Primitive: dta.SketchMerge, Name: "sketch", VA: 0x100001000000, RKey: 0x55, Length: 64 << 10,
 			SketchMerge: advert.SketchMerge{Rows: 4, Columns: 2048, Epochs: 2, Kind: 1}},
+		{ID: 6, Primitive: dta.TeaTable, Name: "tea", VA: 0x100001400000, RKey: 0x66, Length: 1 << 20,
+			TeaTable: advert.TeaTable{Buckets: 4096, Cells: 8, KeySize: 13, ValueSize: 6, Scratchpad: 1500, TableHash: 1}},
 	}
 }
 
@@ -54,6 +56,49 @@ func TestEncodingMatchesTheDocumentedBytes(t *testing.T) {
 	}
 }
 
+// goldenTea is a one-store advertisement of a TEA table, written out by hand
+// from docs/PROTOCOL.md ("Store advertisement").
+const goldenTea = "44544153" + "02" + "00" + "0001" + // magic, version, reserved, 1 store
+	"0006" + "06" + "00" + "00" + "03" + "746561" + // id 6, TEA table, not default, hash byte 0, name "tea"
+	"0000100001400000" + "00000066" + "0000000000100000" + // va, rkey, length
+	"0000000000001000" + "08" + "0d" + "0006" + "05dc" + "01" + // 4096 buckets, 8 cells, key 13, value 6, scratchpad 1500, crc64
+	"00" + "00000000" // heads: complete, none
+
+func TestATeaTableRecordMatchesTheDocumentedBytes(t *testing.T) {
+	s := sample()[5:]
+	b, err := advert.Encode(nil, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hex.EncodeToString(b); got != goldenTea {
+		t.Fatalf("encoding\n got %s\nwant %s", got, goldenTea)
+	}
+	back, err := advert.Decode(b)
+	if err != nil || !reflect.DeepEqual(back, s) {
+		t.Fatalf("decoding the documented bytes: %v\n got %+v\nwant %+v", err, back, s)
+	}
+}
+
+func TestTeaTableGeometryBeyondItsWireWidthsIsNotEncoded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		g    advert.TeaTable
+	}{
+		{"cells above 255", advert.TeaTable{Buckets: 2, Cells: 256, KeySize: 4, TableHash: 1}},
+		{"a key of 256 bytes", advert.TeaTable{Buckets: 2, Cells: 1, KeySize: 256, TableHash: 1}},
+		{"a value of 64 KiB", advert.TeaTable{Buckets: 2, Cells: 1, KeySize: 4, ValueSize: 1 << 16, TableHash: 1}},
+		{"a negative scratchpad", advert.TeaTable{Buckets: 2, Cells: 1, KeySize: 4, Scratchpad: -1, TableHash: 1}},
+	} {
+		t.Run(tc.name+" is an error", func(t *testing.T) {
+			s := sample()[5:]
+			s[0].TeaTable = tc.g
+			if _, err := advert.Encode(nil, s); !errors.Is(err, advert.ErrAdvert) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}
+
 func TestEveryPrimitiveRoundTrips(t *testing.T) {
 	in := sample()
 	b, err := advert.Encode(nil, in)
@@ -72,6 +117,9 @@ func TestEveryPrimitiveRoundTrips(t *testing.T) {
 	}
 	if i := advert.Find(out, dta.SketchMerge, "sketch"); i != 4 {
 		t.Errorf("store sketch at %d", i)
+	}
+	if i := advert.Find(out, dta.TeaTable, "tea"); i != 5 {
+		t.Errorf("store tea at %d", i)
 	}
 	if i := advert.Find(out, dta.SketchMerge, ""); i != -1 {
 		t.Errorf("a default Sketch-Merge store found at %d, there is none", i)

@@ -59,10 +59,18 @@ const (
 	SketchMerge  Primitive = 5
 )
 
-// NumPrimitives bounds arrays indexed by Primitive (index 0 unused).
-const NumPrimitives = 6
+// TeaTable is a store kind that no report feeds: a TEA-TABLE (Kim et al.,
+// SIGCOMM 2020) that the collector hosts and advertises like any store,
+// written by a control plane and read by lookups over RDMA. No opcode
+// maps to it, so a report naming such a store is dropped as of the wrong
+// primitive; it is not in Primitives.
+const TeaTable Primitive = 6
 
-// Primitives lists the primitives in opcode order.
+// NumPrimitives bounds arrays indexed by Primitive or store kind (index 0
+// unused).
+const NumPrimitives = 7
+
+// Primitives lists the primitives reports feed, in opcode order.
 var Primitives = [...]Primitive{KeyWrite, Append, KeyIncrement, Postcard, SketchMerge}
 
 // String returns the primitive's command-line name.
@@ -78,6 +86,8 @@ func (p Primitive) String() string {
 		return "postcard"
 	case SketchMerge:
 		return "sketchmerge"
+	case TeaTable:
+		return "teatable"
 	}
 	return fmt.Sprintf("primitive(%d)", uint8(p))
 }
@@ -95,8 +105,10 @@ func ParsePrimitive(s string) (Primitive, error) {
 		return Postcard, nil
 	case "sketchmerge", "sketch-merge":
 		return SketchMerge, nil
+	case "teatable", "tea-table":
+		return TeaTable, nil
 	}
-	return 0, fmt.Errorf("unknown primitive %q (want keywrite, keyincrement, postcard, append or sketchmerge)", s)
+	return 0, fmt.Errorf("unknown primitive %q (want keywrite, keyincrement, postcard, append, sketchmerge or the store kind teatable)", s)
 }
 
 // Primitive returns the primitive an opcode feeds, or 0 for OpBatch and

@@ -12,11 +12,13 @@ import (
 
 // Configs returns the default stores, shrunk: 1024 Key-Write and
 // Key-Increment slots, 256 Postcarding chunks, Append lists of 64 entries,
-// Sketch-Merge rows of 256 columns.
+// Sketch-Merge rows of 256 columns, and a TEA table store "tea" of 256
+// buckets × 4 cells.
 func Configs() []store.Config {
 	cfgs := store.DefaultConfigs()
 	cfgs[0].Slots, cfgs[1].Slots, cfgs[2].Chunks, cfgs[3].Capacity, cfgs[4].Columns = 1024, 1024, 256, 64, 256
-	return cfgs
+	// A TEA table, a store no report feeds.
+	return append(cfgs, store.Config{Name: "tea", ID: 60, Primitive: "teatable", Buckets: 256, Cells: 4})
 }
 
 // Open opens the stores of Configs on 4 KiB pages and closes them when the

@@ -26,7 +26,7 @@ const API = {
 };
 
 const PRIMITIVES = ['keywrite', 'keyincrement', 'postcard', 'append', 'sketchmerge'];
-const PRIMITIVE_NAMES = { keywrite: 'Key-Write', keyincrement: 'Key-Increment', postcard: 'Postcarding', append: 'Append', sketchmerge: 'Sketch-Merge' };
+const PRIMITIVE_NAMES = { keywrite: 'Key-Write', keyincrement: 'Key-Increment', postcard: 'Postcarding', append: 'Append', sketchmerge: 'Sketch-Merge', teatable: 'TEA table' };
 const MAX_HEAD_LISTS = 64; // lists per Append store whose heads are sampled
 const STORES_EVERY_MS = 60 * 1000;
 const TOKEN_KEY = 'dta.token';
@@ -270,6 +270,7 @@ function geometry(s) {
     case 'postcard': return fmtInt(g.chunks) + ' chunks × ' + g.hops + ' hops, N = ' + g.redundancy + ', ' + g.hash;
     case 'append': return fmtInt(g.lists) + ' lists × ' + fmtInt(g.capacity) + ' entries × ' + g.entry_size + ' B, batch ' + g.batch;
     case 'sketchmerge': return g.kind + ', ' + g.rows + ' rows × ' + fmtInt(g.columns) + ' columns, ' + g.epochs + ' epochs';
+    case 'teatable': return fmtInt(g.buckets) + ' buckets × ' + g.cells + ' cells, keys ' + g.key_size + ' B, values ' + (g.value_size || 0) + ' B' + (g.scratchpad ? ', scratchpads ' + g.scratchpad + ' B' : '') + ', ' + g.hash;
     default: return '';
   }
 }
@@ -281,6 +282,7 @@ function units(s) {
     case 'postcard': return [g.chunks, 'chunks'];
     case 'append': return [g.lists, 'lists'];
     case 'sketchmerge': return [g.rows * g.columns * g.epochs, 'counters'];
+    case 'teatable': return [g.buckets * g.cells, 'cells'];
     default: return [null, ''];
   }
 }
