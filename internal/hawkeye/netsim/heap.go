@@ -4,16 +4,16 @@ import "time"
 
 // Event kinds.
 const (
-	evArrive      uint8 = iota // a data packet's last bit reaches node/port
-	evTxDone                   // node/port finished serializing a packet
-	evPFC                      // a PFC frame reaches node/port (val = pause time)
-	evPauseEnd                 // node/port's pause may have expired
-	evPFCRefresh               // switch node: refresh the PAUSE out of port (val = generation)
-	evFlowStart                // flow val starts
-	evHostWake                 // host node may send again
-	evCNP                      // a CNP for flow val reaches its sender
-	evInject                   // host node sends a PAUSE (val = injection index)
-	evCall                     // call fns[val]
+	evArrive     uint8 = iota // a data packet's last bit reaches node/port
+	evTxDone                  // node/port finished serializing a packet
+	evPFC                     // a PFC frame reaches node/port (val = pause time)
+	evPauseEnd                // node/port's pause may have expired
+	evPFCRefresh              // switch node: refresh the PAUSE out of port (val = generation)
+	evFlowStart               // flow val starts
+	evHostWake                // host node may send again
+	evCNP                     // a CNP for flow val reaches its sender
+	evInject                  // host node sends a PAUSE (val = injection index)
+	evCall                    // call fns[val]
 )
 
 // event is one scheduled occurrence. Events are values in the heap.

@@ -143,17 +143,17 @@ type HostObserver interface {
 
 // Stats counts what a run did.
 type Stats struct {
-	Events      uint64        // events processed
-	Packets     uint64        // data packets delivered to hosts
-	Hops        uint64        // data packets enqueued at switches
-	PFCFrames   uint64        // PAUSE and RESUME frames sent by switches
-	Injected    uint64        // PAUSE frames injected by hosts
-	Drops       uint64        // data packets dropped for want of buffer
-	ECNMarks    uint64        // packets marked
-	CNPs        uint64        // CNPs sent
-	Simulated   time.Duration // simulated time covered
-	Wall        time.Duration // wall-clock time of Run
-	EventsPerSec float64      // Events / Wall
+	Events       uint64        // events processed
+	Packets      uint64        // data packets delivered to hosts
+	Hops         uint64        // data packets enqueued at switches
+	PFCFrames    uint64        // PAUSE and RESUME frames sent by switches
+	Injected     uint64        // PAUSE frames injected by hosts
+	Drops        uint64        // data packets dropped for want of buffer
+	ECNMarks     uint64        // packets marked
+	CNPs         uint64        // CNPs sent
+	Simulated    time.Duration // simulated time covered
+	Wall         time.Duration // wall-clock time of Run
+	EventsPerSec float64       // Events / Wall
 }
 
 type fifo struct {
@@ -215,20 +215,20 @@ type Sim struct {
 	topo  *Topology
 	nodes []node
 	// next[sw][dst host] = equal-cost egress ports of sw toward dst.
-	next   [][][]int
-	flows  []*Flow
-	byTup  map[FiveTuple]*Flow
-	inj    []injection
-	fns    []func()
-	swObs  []SwitchObserver
-	hObs   []HostObserver
-	ev     eventHeap
-	seq    uint64
-	now    time.Duration
-	rng    *rand.Rand
-	free   []*Packet
-	stats  Stats
-	ran    bool
+	next  [][][]int
+	flows []*Flow
+	byTup map[FiveTuple]*Flow
+	inj   []injection
+	fns   []func()
+	swObs []SwitchObserver
+	hObs  []HostObserver
+	ev    eventHeap
+	seq   uint64
+	now   time.Duration
+	rng   *rand.Rand
+	free  []*Packet
+	stats Stats
+	ran   bool
 }
 
 // New returns a simulation of topo. topo must not change afterwards.
