@@ -204,14 +204,14 @@ func (b *builder) incast() error {
 }
 
 // storm: a host injects PAUSE frames for 400–800 µs while three hosts of
-// other pods send to it at line rate and a 20 Gbps flow goes to its
-// neighbour.
+// other pods send to it at 30 Gbps each (no contention before the
+// injection) and a 20 Gbps flow goes to its neighbour.
 func (b *builder) storm() error {
 	p, e, i := b.r.IntN(4), b.r.IntN(2), b.r.IntN(2)
 	h := b.tree.host(p, e, i)
 	for range 3 {
 		if _, err := b.flow(Flow{Src: b.tree.host(b.otherPod(p), b.r.IntN(2), b.r.IntN(2)), Dst: h,
-			Start: b.ta - b.us(300, 500), Tag: "into-host"}); err != nil {
+			Start: b.ta - b.us(300, 500), MaxGbps: 30, Tag: "into-host"}); err != nil {
 			return err
 		}
 	}
@@ -229,10 +229,6 @@ func (b *builder) storm() error {
 	return nil
 }
 
-// BurstTrain is the number of bursts each sender of the in-loop deadlock
-// sends.
-const BurstTrain = 6
-
 // LoopGbps caps the rate of the four flows whose routes close the loop of
 // the deadlock scenarios: the loop carries them without congestion until
 // something pauses one of its ports.
@@ -248,9 +244,8 @@ const LoopGbps = 45
 // host X of E2 through A1 and G3 from a host of E2 to a host of E1 through
 // A2 (shortest paths, pinned), G2 from another pod through A1, E2, A2 and on
 // to a third pod, G4 from another pod through A2, E1, A1 and on (both
-// misrouted: a down-up bounce at E2 and E1). In loop: trains of micro-bursts
-// from three hosts to E2's hosts, all through A1, congest the loop port
-// A1→E2. Out of loop: X, outside the loop, injects PAUSE frames.
+// misrouted: a down-up bounce at E2 and E1). In loop: micro-bursts from
+// three hosts to E2's hosts, all through A1, congest the loop port A1→E2. Out of loop: X, outside the loop, injects PAUSE frames.
 func (b *builder) deadlock(out bool) error {
 	t := b.tree
 	P := b.r.IntN(4)
@@ -296,10 +291,9 @@ func (b *builder) deadlock(out bool) error {
 		b.t.End = end
 		return nil
 	}
-	// Trains of micro-bursts to E2's hosts, all through A1: from E1's
-	// other host and from hosts of two other pods through both cores of
-	// A1. Every 60–100 µs each sender starts a new burst (a new queue
-	// pair, at line rate) of 200–400 KB.
+	// Micro-bursts to E2's hosts, all through A1, synchronized within
+	// 1 µs: 1–2 MB at line rate from E1's other host and from hosts of two
+	// other pods through both cores of A1.
 	pods := []int{(P + 1) % 4, (P + 2) % 4, (P + 3) % 4}
 	b.r.Shuffle(len(pods), func(i, j int) { pods[i], pods[j] = pods[j], pods[i] })
 	type src struct {
@@ -312,20 +306,16 @@ func (b *builder) deadlock(out bool) error {
 		q, qe := pods[j], b.r.IntN(2)
 		srcs = append(srcs, src{t.host(q, qe, b.r.IntN(2)), []NodeID{t.edge(q, qe), t.agg(q, a1), t.core(a1*2 + j), A1, E2}})
 	}
-	at := b.ta
-	for range BurstTrain {
-		for k, sr := range srcs {
-			fl, err := b.via(Flow{Src: sr.h, Dst: t.host(P, e2, k%2), Start: at + time.Duration(b.r.IntN(1000)),
-				Size: int64(200_000 + b.r.IntN(200_001)), Tag: "burst"}, sr.via...)
-			if err != nil {
-				return err
-			}
-			b.t.RootFlows = append(b.t.RootFlows, fl.Tuple)
+	for k, sr := range srcs {
+		fl, err := b.via(Flow{Src: sr.h, Dst: t.host(P, e2, k%2), Start: b.ta + time.Duration(b.r.IntN(1000)),
+			Size: int64(1_000_000 + b.r.IntN(1_000_001)), Tag: "burst"}, sr.via...)
+		if err != nil {
+			return err
 		}
-		at += b.us(60, 100)
+		b.t.RootFlows = append(b.t.RootFlows, fl.Tuple)
 	}
 	b.t.Initial = b.t.Loop[1]
-	b.t.End = at
+	b.t.End = b.ta + 160*time.Microsecond
 	return nil
 }
 

@@ -17,7 +17,7 @@ type Config struct {
 	// that does not fit is dropped and counted.
 	BufferBytes int
 	// XoffBytes and XonBytes are the per-ingress PFC thresholds (defaults
-	// 128 KiB and 96 KiB): above Xoff the switch pauses the ingress's
+	// 64 KiB and 48 KiB): above Xoff the switch pauses the ingress's
 	// upstream, below Xon it resumes it.
 	XoffBytes, XonBytes int
 	// PauseTime is the pause time a PAUSE frame carries (default 65535
@@ -25,8 +25,8 @@ type Config struct {
 	// refreshes its PAUSE every PauseTime/2.
 	PauseTime time.Duration
 	// ECN marking (RED on the egress queue in bytes, at dequeue): none below KminBytes,
-	// probability rising to Pmax at KmaxBytes, all above. Defaults 100 KB,
-	// 400 KB, 0.2.
+	// probability rising to Pmax at KmaxBytes, all above. Defaults 40 KB,
+	// 160 KB, 0.2.
 	KminBytes, KmaxBytes int
 	Pmax                 float64
 	// CNPInterval is the least time between two CNPs of one flow (default
@@ -41,11 +41,11 @@ func DefaultConfig() Config {
 	return Config{
 		MTU:         1000,
 		BufferBytes: 16 << 20,
-		XoffBytes:   128 << 10,
-		XonBytes:    96 << 10,
+		XoffBytes:   64 << 10,
+		XonBytes:    48 << 10,
 		PauseTime:   65535 * 512 * time.Nanosecond / 100,
-		KminBytes:   100_000,
-		KmaxBytes:   400_000,
+		KminBytes:   40_000,
+		KmaxBytes:   160_000,
 		Pmax:        0.2,
 		CNPInterval: 50 * time.Microsecond,
 		DCQCN:       DefaultDCQCN(),
