@@ -67,6 +67,7 @@ then look at the data:
 		newPlanCmd(),
 		newSimulateCmd(),
 		newBenchCmd(),
+		newHawkeyeCmd(),
 	)
 	return root
 }

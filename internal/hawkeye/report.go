@@ -1,0 +1,140 @@
+package hawkeye
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dta-go/dta/internal/hawkeye/netsim"
+)
+
+// WriteTables prints the result as the paper's figures: Fig. 7 (HAWKEYE's
+// precision/recall per anomaly over epochs and thresholds), Fig. 8 (each
+// polling method at its best setting), Fig. 10 (telemetry granularity on
+// mixed anomalies), Figs. 9 and 11 (what each method collects).
+func (r *EvalResult) WriteTables(w io.Writer, settings []Setting) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	epochs, thresholds := axes(settings)
+	kinds := r.kinds()
+	fmt.Fprintf(tw, "Fig. 7: HAWKEYE precision/recall %% per anomaly (rows: threshold %% of base RTT; columns: epoch)\t\n")
+	for _, k := range kinds {
+		fmt.Fprintf(tw, "%s\t", k)
+		for _, e := range epochs {
+			fmt.Fprintf(tw, "%v\t", time.Duration(1)<<e)
+		}
+		fmt.Fprintln(tw)
+		for _, t := range thresholds {
+			fmt.Fprintf(tw, "%.0f%%\t", t)
+			for _, e := range epochs {
+				fmt.Fprintf(tw, "%s\t", r.row(k, MethodHawkeye, Setting{e, t}).PR())
+			}
+			fmt.Fprintln(tw)
+		}
+	}
+	fmt.Fprintf(tw, "\t\n")
+	fmt.Fprintf(tw, "Fig. 8: precision/recall %% at each method's best setting\tHAWKEYE\tfull polling\tvictim-only\t\n")
+	for _, k := range kinds {
+		fmt.Fprintf(tw, "%s\t", k)
+		for _, m := range []Method{MethodHawkeye, MethodFull, MethodVictimOnly} {
+			if b, ok := r.Best(k, m); ok {
+				fmt.Fprintf(tw, "%s (%s, %.0f%%)\t", b.PR(), b.Epoch, b.Thresh)
+			} else {
+				fmt.Fprintf(tw, "–\t")
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprintf(tw, "\t\n")
+	fmt.Fprintf(tw, "Fig. 10: mixed anomalies, precision/recall %% at each method's best setting\tHAWKEYE\tport-only\tflow-only\t\n")
+	fmt.Fprintf(tw, "all kinds\t")
+	for _, m := range []Method{MethodHawkeye, MethodPortOnly, MethodFlowOnly} {
+		var best Row
+		for _, st := range settings {
+			if x := r.Mixed(m, st); x.TP > best.TP || x.TP == best.TP && x.Prec > best.Prec || best.Traces == 0 {
+				best = x
+			}
+		}
+		fmt.Fprintf(tw, "%s (%s, %.0f%%)\t", best.PR(), best.Epoch, best.Thresh)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintf(tw, "\t\n")
+	fmt.Fprintf(tw, "Figs. 9, 11: collection per diagnosis (mean over settings)\tswitches\tbytes\tcausal coverage\tpolling packets\t\n")
+	for _, k := range kinds {
+		for _, m := range []Method{MethodFull, MethodHawkeye, MethodVictimOnly} {
+			var sw, by, cov, pk float64
+			n := 0
+			for _, x := range r.Rows {
+				if x.Kind == k && x.Method == m && x.TP+x.FP > 0 {
+					sw += x.Switch
+					by += x.Bytes
+					cov += x.Cover
+					pk += x.Packets
+					n++
+				}
+			}
+			if n == 0 {
+				continue
+			}
+			fmt.Fprintf(tw, "%s %s\t%.1f\t%.0f\t%.0f%%\t%.1f\t\n", k, m, sw/float64(n), by/float64(n), 100*cov/float64(n), pk/float64(n))
+		}
+	}
+	fmt.Fprintf(tw, "\t\n")
+	fmt.Fprintf(tw, "%d traces, %d polls diagnosed, %d report bytes through DTA; simulator %.1f M events/s; %v\t\n",
+		r.Traces, r.Polls, r.ReportBytes, r.EventsPerSec/1e6, r.Wall.Round(time.Millisecond))
+	return tw.Flush()
+}
+
+func (r *EvalResult) kinds() []netsim.Kind {
+	var ks []netsim.Kind
+	seen := map[netsim.Kind]bool{}
+	for _, x := range r.Rows {
+		if !seen[x.Kind] {
+			seen[x.Kind] = true
+			ks = append(ks, x.Kind)
+		}
+	}
+	return ks
+}
+
+func (r *EvalResult) row(k netsim.Kind, m Method, st Setting) Row {
+	for _, x := range r.Rows {
+		if x.Kind == k && x.Method == m && x.Bits == st.EpochBits && x.Thresh == st.Threshold {
+			return x
+		}
+	}
+	return Row{}
+}
+
+func axes(settings []Setting) ([]uint, []float64) {
+	var es []uint
+	var ts []float64
+	seenE, seenT := map[uint]bool{}, map[float64]bool{}
+	for _, s := range settings {
+		if !seenE[s.EpochBits] {
+			seenE[s.EpochBits] = true
+			es = append(es, s.EpochBits)
+		}
+		if !seenT[s.Threshold] {
+			seenT[s.Threshold] = true
+			ts = append(ts, s.Threshold)
+		}
+	}
+	return es, ts
+}
+
+// Names returns a function naming switches of topo by their simulator
+// names ("e2.0"), for printing diagnoses.
+func Names(topo *netsim.Topology) func(uint16) string {
+	return func(sw uint16) string {
+		if int(sw) < topo.Nodes() {
+			return topo.Name(netsim.NodeID(sw))
+		}
+		return fmt.Sprintf("s%d", sw)
+	}
+}
+
+// PortName formats a port as "e2.0.p1" with names.
+func PortName(names func(uint16) string, sw uint16, port uint8) string {
+	return fmt.Sprintf("%s.p%d", names(sw), port)
+}
