@@ -76,6 +76,9 @@ type EvalResult struct {
 	EventsPerSec float64       `json:"sim_events_per_sec"`
 	Wall         time.Duration `json:"wall_ns"`
 	ReportBytes  uint64        `json:"report_bytes"` // UDP payload the reporter sent
+	// Unformed counts, per kind, the traces left out because the injected
+	// anomaly did not take hold (a deadlock whose loop never closed).
+	Unformed map[netsim.Kind]int `json:"unformed,omitempty"`
 }
 
 type rowKey struct {
@@ -147,7 +150,7 @@ func Eval(ctx context.Context, s *Session, cfg EvalConfig) (*EvalResult, error) 
 	}()
 	go func() { wg.Wait(); close(out) }()
 
-	res := &EvalResult{Traces: len(jobs)}
+	res := &EvalResult{Traces: len(jobs), Unformed: map[netsim.Kind]int{}}
 	acc := map[rowKey]*Row{}
 	before := s.ReporterStats().Bytes.Load()
 	n := 0
@@ -159,6 +162,13 @@ func Eval(ctx context.Context, s *Session, cfg EvalConfig) (*EvalResult, error) 
 		tr := d.tr
 		res.SimEvents += tr.Stats.Events
 		res.SimWall += tr.Stats.Wall
+		if !tr.Formed {
+			res.Unformed[tr.Kind]++
+			if cfg.Progress != nil {
+				cfg.Progress(n, len(jobs))
+			}
+			continue
+		}
 		for _, st := range cfg.Settings {
 			vs, err := s.Diagnose(ctx, tr, st, cfg.Methods)
 			if err != nil {

@@ -132,6 +132,8 @@ type Trace struct {
 	Truth    netsim.Truth
 	Topology *netsim.Topology
 	Stats    netsim.Stats
+	// Formed says whether the anomaly took hold (a deadlock's loop closed).
+	Formed bool
 	// Flows is the scenario's flows (tuples and tags), to name them.
 	Flows []FlowInfo
 	// Polls holds, per setting, the agent's first trigger (nil when it
@@ -174,7 +176,7 @@ type SimConfig struct {
 func Simulate(cfg SimConfig) (*Trace, error) {
 	sc, err := netsim.NewScenario(netsim.ScenarioConfig{Kind: cfg.Kind, Seed: cfg.Seed, Load: cfg.Load, Sim: cfg.Net})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("hawkeye: %s seed %d: %w", cfg.Kind, cfg.Seed, err)
 	}
 	s := sc.Sim
 	tr := &Trace{Kind: cfg.Kind, Seed: cfg.Seed, Truth: sc.Truth, Topology: s.Topology(), Polls: map[Setting]*SettingPolls{}}
@@ -207,6 +209,7 @@ func Simulate(cfg SimConfig) (*Trace, error) {
 		})
 	}
 	tr.Stats = s.Run(sc.Duration)
+	tr.Formed = sc.Formed()
 	for _, f := range s.Flows() {
 		tr.Flows = append(tr.Flows, FlowInfo{record.Tuple(f.Tuple), f.Src, f.Dst, f.Tag})
 	}

@@ -118,13 +118,25 @@ func Analyze(g *Graph, opt AnalyzeOptions) *Diagnosis {
 	a := &analysis{g: g, opt: opt}
 	d := &Diagnosis{Kind: None, Victim: g.Victim}
 	victim := g.Flows[g.Victim]
-	if victim == nil {
-		return d
-	}
-	vports := a.victimPath(victim)
-	// PFC causality from every port that paused the victim.
-	for _, p := range vports {
-		if victim.PausedAt[p] > 0 {
+	var vports []Port
+	if victim != nil {
+		vports = a.victimPath(victim)
+		// PFC causality from every port that paused the victim.
+		for _, p := range vports {
+			if victim.PausedAt[p] > 0 {
+				a.walk(p, nil)
+			}
+		}
+	} else {
+		// No flow records (port-level telemetry only): start from the
+		// paused ports of the switches on the victim's path.
+		for p, n := range g.Ports {
+			if g.VictimSwitches[p.Switch] && n.Paused > 0 {
+				vports = append(vports, p)
+			}
+		}
+		sort.Slice(vports, func(i, j int) bool { return less(vports[i], vports[j]) })
+		for _, p := range vports {
 			a.walk(p, nil)
 		}
 	}

@@ -28,6 +28,10 @@ type PortNode struct {
 	Paused   uint64
 	QDepth   uint64 // sum over packets, packets
 	PauseRx  uint64
+	PauseTx  uint64
+	// Stub marks a port of a switch that was not polled, known only
+	// because a polled switch paused it (PAUSE frames sent).
+	Stub bool
 	// Out are the port-level edges p_i → p_j: p_i waits for p_j.
 	Out []Edge
 	// Flows are the port→flow edges: each flow's contribution to the
@@ -65,6 +69,9 @@ type Graph struct {
 	Victim record.Tuple
 	// Switches are the switches whose telemetry the graph holds.
 	Switches map[uint16]bool
+	// VictimSwitches are those the polling reached along the victim's
+	// path (the manifests' roles).
+	VictimSwitches map[uint16]bool
 }
 
 // Options tune Build.
@@ -94,9 +101,13 @@ func (o Options) withDefaults() Options {
 // Build constructs the provenance graph of t (Algorithm 1).
 func Build(t *Telemetry, opt Options) *Graph {
 	opt = opt.withDefaults()
-	g := &Graph{Ports: map[Port]*PortNode{}, Flows: map[record.Tuple]*FlowNode{}, Victim: t.Victim, Switches: map[uint16]bool{}}
+	g := &Graph{Ports: map[Port]*PortNode{}, Flows: map[record.Tuple]*FlowNode{}, Victim: t.Victim, Switches: map[uint16]bool{},
+		VictimSwitches: map[uint16]bool{}}
 	for _, m := range t.Manifests {
 		g.Switches[m.Switch] = true
+		if m.Role&record.RoleVictimPath != 0 {
+			g.VictimSwitches[m.Switch] = true
+		}
 	}
 	node := func(p Port) *PortNode {
 		n := g.Ports[p]
@@ -120,6 +131,7 @@ func Build(t *Telemetry, opt Options) *Graph {
 			n.Paused += uint64(r.Paused)
 			n.QDepth += uint64(r.QDepth)
 			n.PauseRx += uint64(r.PauseRx)
+			n.PauseTx += uint64(r.PauseTx)
 			epochPorts[se{r.Switch, r.Epoch}] = append(epochPorts[se{r.Switch, r.Epoch}], r)
 		}
 	}
@@ -157,6 +169,41 @@ func Build(t *Telemetry, opt Options) *Graph {
 					continue
 				}
 				w[pair{Port{r.Switch, r.Port}, m.to}] += float64(r.Paused) * m.bytes / sum * to.AvgQueue()
+			}
+		}
+		// A polled switch that paused a switch not polled: the upstream
+		// port waits for this switch's congested ports its ingress
+		// feeds, weighted by the PAUSE frames sent instead of the
+		// (unknown) paused packets.
+		for _, r := range t.Ports {
+			if r.PauseTx == 0 || r.PeerKind != record.PeerSwitch || g.Switches[r.Peer] {
+				continue
+			}
+			up := Port{r.Peer, r.PeerPort}
+			var sum float64
+			type mt struct {
+				to    Port
+				bytes float64
+			}
+			var ms []mt
+			for _, q := range epochPorts[se{r.Switch, r.Epoch}] {
+				if q.Port == r.Port {
+					continue
+				}
+				if b := float64(t.Meter(r.Switch, r.Epoch, r.Port, q.Port)); b > 0 {
+					sum += b
+					ms = append(ms, mt{Port{q.Switch, q.Port}, b})
+				}
+			}
+			for _, m := range ms {
+				to := g.Ports[m.to]
+				if to.Paused == 0 && to.AvgQueue() < opt.MinQueue {
+					continue
+				}
+				if g.Ports[up] == nil {
+					g.Ports[up] = &PortNode{Port: up, PeerKind: record.PeerSwitch, Peer: r.Switch, PeerPort: r.Port, Stub: true, Flows: map[record.Tuple]float64{}}
+				}
+				w[pair{up, m.to}] += float64(r.PauseTx) * m.bytes / sum * to.AvgQueue()
 			}
 		}
 		for pr, x := range w {
@@ -214,11 +261,14 @@ func Build(t *Telemetry, opt Options) *Graph {
 }
 
 // contribution replays one epoch's queue at one port from the per-flow
-// counts (ReplayQueue: each flow's unpaused packets spread evenly over the
-// epoch, merged by time) and returns each flow's contribution (Contribution:
-// how much the others wait for it minus how much it waits for the others).
-// A packet is taken to wait for the packets enqueued just before it, as
-// many as the flow's average queue depth.
+// counts (ReplayQueue: each flow's queued packets — unpaused, having found a
+// non-empty queue — spread evenly over the epoch, merged by time) and
+// returns each flow's contribution (Contribution: how much the others wait
+// for it minus how much it waits for the others). A packet is taken to wait
+// for the packets enqueued just before it, as many as the flow's average
+// queue depth when queued. Packets that found an empty queue neither wait
+// nor make anyone wait; leaving them out keeps a long flow's packets from
+// before the congestion from diluting its depth.
 func contribution(flows []record.Flow) map[record.Tuple]float64 {
 	type fl struct {
 		n     int
@@ -228,11 +278,11 @@ func contribution(flows []record.Flow) map[record.Tuple]float64 {
 	var tuples []record.Tuple
 	total := 0
 	for _, r := range flows {
-		n := int(r.Pkts) - int(r.Paused)
+		n := int(r.Queued)
 		if n <= 0 {
 			continue
 		}
-		fs = append(fs, fl{n, int(math.Round(float64(r.QDepth) / float64(r.Pkts)))})
+		fs = append(fs, fl{n, int(math.Round(float64(r.QDepth) / float64(n)))})
 		tuples = append(tuples, r.Tuple)
 		total += n
 	}

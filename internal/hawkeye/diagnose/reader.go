@@ -189,7 +189,27 @@ func (r *Reader) lookupMeters(ctx context.Context, t *Telemetry) error {
 	}
 	var keys []string
 	seen := map[string]bool{}
+	polled := map[uint16]bool{}
+	for _, m := range t.Manifests {
+		polled[m.Switch] = true
+	}
+	add := func(sw, epoch uint16, in, out uint8) {
+		k := string(record.MeterKey(t.Poll, sw, epoch, in, out))
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
 	for _, p := range t.Ports {
+		// A polled switch that paused an upstream switch not polled: its
+		// meters from that ingress.
+		if p.PauseTx > 0 && p.PeerKind == record.PeerSwitch && !polled[p.Peer] {
+			for _, out := range outs[se{p.Switch, p.Epoch}] {
+				if out != p.Port {
+					add(p.Switch, p.Epoch, p.Port, out)
+				}
+			}
+		}
 		if p.Paused == 0 || p.PeerKind != record.PeerSwitch {
 			continue
 		}
@@ -197,11 +217,7 @@ func (r *Reader) lookupMeters(ctx context.Context, t *Telemetry) error {
 			if out == p.PeerPort {
 				continue
 			}
-			k := string(record.MeterKey(t.Poll, p.Peer, p.Epoch, p.PeerPort, out))
-			if !seen[k] {
-				seen[k] = true
-				keys = append(keys, k)
-			}
+			add(p.Peer, p.Epoch, p.PeerPort, out)
 		}
 	}
 	for i := 0; i < len(keys); i += client.MaxBatch {

@@ -77,6 +77,18 @@ type Scenario struct {
 	Duration time.Duration
 }
 
+// Formed reports, after the run, whether the injected anomaly took hold: for
+// the deadlocks, whether every port of the loop is still paused (a loop that
+// never closed is no deadlock); true for the other kinds.
+func (sc *Scenario) Formed() bool {
+	for _, p := range sc.Truth.Loop {
+		if !sc.Sim.Paused(p) {
+			return false
+		}
+	}
+	return true
+}
+
 // DefaultLoad is the background load of a scenario when none is given.
 const DefaultLoad = 0.3
 
@@ -173,12 +185,16 @@ func (b *builder) otherPod(not ...int) int {
 	}
 }
 
-// incast: 8 hosts off the receiver's edge send 100–400 KB at line rate,
-// synchronized within 1 µs; a 20 Gbps flow to the receiver's neighbour
-// shares the aggregation switches' queues toward the edge.
+// incast: a group of eight hosts off the receiver's edge switch send
+// 100–400 KB each at line rate to one host, synchronized within 1 µs; all
+// of them pass through the receiver's link, where they meet (ECMP spreads
+// them over the aggregation switches on the way). A 20 Gbps flow to the
+// receiver's neighbour shares the aggregation switches' queues toward the
+// edge.
 func (b *builder) incast() error {
+	t := b.tree
 	p, e, i := b.r.IntN(4), b.r.IntN(2), b.r.IntN(2)
-	dst := b.tree.host(p, e, i)
+	dst := t.host(p, e, i)
 	var cand []NodeID
 	for _, h := range b.s.topo.Hosts() {
 		if h/2 != dst/2 { // not on the receiver's edge
@@ -186,20 +202,19 @@ func (b *builder) incast() error {
 		}
 	}
 	b.r.Shuffle(len(cand), func(x, y int) { cand[x], cand[y] = cand[y], cand[x] })
-	start := b.ta
 	for _, src := range cand[:8] {
-		f, err := b.flow(Flow{Src: src, Dst: dst, Start: start + time.Duration(b.r.IntN(1000)), Size: int64(100_000 + b.r.IntN(300_001)), Tag: "burst"})
+		f, err := b.flow(Flow{Src: src, Dst: dst, Start: b.ta + time.Duration(b.r.IntN(1000)), Size: int64(100_000 + b.r.IntN(300_001)), Tag: "burst"})
 		if err != nil {
 			return err
 		}
 		b.t.RootFlows = append(b.t.RootFlows, f.Tuple)
 	}
-	if _, err := b.flow(Flow{Src: b.tree.host(b.otherPod(p), b.r.IntN(2), b.r.IntN(2)), Dst: b.tree.host(p, e, 1-i),
+	if _, err := b.flow(Flow{Src: t.host(b.otherPod(p), b.r.IntN(2), b.r.IntN(2)), Dst: t.host(p, e, 1-i),
 		Start: b.ta - b.us(300, 500), MaxGbps: 20, Tag: "victim"}); err != nil {
 		return err
 	}
-	b.t.Initial = PortRef{b.tree.edge(p, e), i}
-	b.t.End = start + 40*time.Microsecond
+	b.t.Initial = PortRef{t.edge(p, e), i}
+	b.t.End = b.ta + 40*time.Microsecond
 	return nil
 }
 
@@ -232,7 +247,7 @@ func (b *builder) storm() error {
 // LoopGbps caps the rate of the four flows whose routes close the loop of
 // the deadlock scenarios: the loop carries them without congestion until
 // something pauses one of its ports.
-const LoopGbps = 45
+const LoopGbps = 40
 
 // deadlock closes a cyclic buffer dependency over the four switches of a
 // pod, edges E1, E2 and aggregations A1, A2:
@@ -254,13 +269,15 @@ func (b *builder) deadlock(out bool) error {
 	e2, a2 := 1-e1, 1-a1
 	E1, E2, A1, A2 := t.edge(P, e1), t.edge(P, e2), t.agg(P, a1), t.agg(P, a2)
 	b.t.Loop = []PortRef{{E1, 2 + a1}, {A1, e2}, {E2, 2 + a2}, {A2, e1}}
-	start := b.ta - b.us(250, 350)
+	start := b.ta - b.us(100, 200)
 	x, y := b.r.IntN(2), b.r.IntN(2)
 	X := t.host(P, e2, x)
 	// G2 and G4 come from and go to other pods, each through a random core
 	// of the aggregation switch they enter and leave by.
-	Q1, Q2 := b.otherPod(P), b.otherPod(P)
-	Q3, Q4 := b.otherPod(P), b.otherPod(P)
+	Q1 := b.otherPod(P)
+	Q2 := b.otherPod(P, Q1)
+	Q3 := b.otherPod(P)
+	Q4 := b.otherPod(P, Q3)
 	core := func(a int) NodeID { return t.core(a*2 + b.r.IntN(2)) }
 	type loopFlow struct {
 		f   Flow

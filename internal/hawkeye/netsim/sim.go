@@ -131,6 +131,9 @@ type SwitchObserver interface {
 	// PFC is called for every PFC frame switch sw receives on port; pause
 	// is the pause time it carries (0: RESUME).
 	PFC(now time.Duration, sw NodeID, port int, pause time.Duration)
+	// PFCSent is called for every PFC frame switch sw sends out of port
+	// (its ingress from that port is above Xoff, or back below Xon).
+	PFCSent(now time.Duration, sw NodeID, port int, pause time.Duration)
 }
 
 // HostObserver sees the hosts' transport.
@@ -742,6 +745,9 @@ func (s *Sim) deliver(p *Packet) {
 func (s *Sim) sendPFC(nd NodeID, pt int, pause time.Duration) {
 	if !s.nodes[nd].host {
 		s.stats.PFCFrames++
+		for _, o := range s.swObs {
+			o.PFCSent(s.now, nd, pt, pause)
+		}
 	}
 	q := &s.nodes[nd].ports[pt]
 	s.schedule(event{at: s.now + q.delay, kind: evPFC, node: q.peer.Node, port: int32(q.peer.Port), val: int64(pause)})

@@ -27,6 +27,8 @@ func (c *pfcCounter) Enqueue(_ time.Duration, _ NodeID, _, _ int, _ *Packet, _ i
 	}
 }
 
+func (c *pfcCounter) PFCSent(time.Duration, NodeID, int, time.Duration) {}
+
 func (c *pfcCounter) PFC(_ time.Duration, _ NodeID, _ int, pause time.Duration) {
 	if pause > 0 {
 		c.pauses++

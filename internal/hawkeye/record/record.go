@@ -106,7 +106,7 @@ func getTuple(b []byte) Tuple {
 //
 //	0 poll u32 | 4 switch u16 | 6 epoch u16 | 8 port u8 | 9 tuple (proto u8,
 //	src ip, dst ip, src port, dst port: 13 B) | 22 pkts u32 | 26 paused u32 |
-//	30 qdepth u32 | 34 reserved u16
+//	30 qdepth u32 | 34 queued u16
 type Flow struct {
 	Poll   uint32
 	Switch uint16
@@ -115,7 +115,12 @@ type Flow struct {
 	Tuple  Tuple
 	Pkts   uint32 // packets enqueued
 	Paused uint32 // of which while the port was paused
-	QDepth uint32 // sum over packets of the queue depth they found, packets
+	// QDepth sums the queue depth (packets) that the flow's unpaused
+	// packets found; Queued counts those that found a non-empty queue
+	// (saturates at 65535). Paused packets wait for PFC, not for the
+	// queue's other flows: the contention analysis leaves them out.
+	QDepth uint32
+	Queued uint16
 }
 
 // AppendTo appends the record's FlowSize bytes to b.
@@ -129,6 +134,7 @@ func (r *Flow) AppendTo(b []byte) []byte {
 	binary.BigEndian.PutUint32(e[22:], r.Pkts)
 	binary.BigEndian.PutUint32(e[26:], r.Paused)
 	binary.BigEndian.PutUint32(e[30:], r.QDepth)
+	binary.BigEndian.PutUint16(e[34:], r.Queued)
 	return b
 }
 
@@ -139,7 +145,7 @@ func (r *Flow) Decode(b []byte) error {
 	}
 	*r = Flow{Poll: binary.BigEndian.Uint32(b[0:]), Switch: binary.BigEndian.Uint16(b[4:]), Epoch: binary.BigEndian.Uint16(b[6:]),
 		Port: b[8], Tuple: getTuple(b[9:]), Pkts: binary.BigEndian.Uint32(b[22:]), Paused: binary.BigEndian.Uint32(b[26:]),
-		QDepth: binary.BigEndian.Uint32(b[30:])}
+		QDepth: binary.BigEndian.Uint32(b[30:]), Queued: binary.BigEndian.Uint16(b[34:])}
 	return nil
 }
 
@@ -158,7 +164,7 @@ const FlagPausedNow uint8 = 1
 //	0 poll u32 | 4 switch u16 | 6 epoch u16 | 8 port u8 | 9 peer kind u8 |
 //	10 peer u16 | 12 peer port u8 | 13 flags u8 | 14 pkts u32 |
 //	18 paused u32 | 22 qdepth u32 | 26 pause frames received u32 |
-//	30 reserved u16
+//	30 pause frames sent u16
 type Port struct {
 	Poll     uint32
 	Switch   uint16
@@ -172,6 +178,9 @@ type Port struct {
 	Paused   uint32
 	QDepth   uint32
 	PauseRx  uint32 // PAUSE frames received on the port
+	// PauseTx counts PAUSE frames the switch sent out of the port: its
+	// ingress from the peer was above Xoff (saturates at 65535).
+	PauseTx uint16
 }
 
 // AppendTo appends the record's PortSize bytes to b.
@@ -187,6 +196,7 @@ func (r *Port) AppendTo(b []byte) []byte {
 	binary.BigEndian.PutUint32(e[18:], r.Paused)
 	binary.BigEndian.PutUint32(e[22:], r.QDepth)
 	binary.BigEndian.PutUint32(e[26:], r.PauseRx)
+	binary.BigEndian.PutUint16(e[30:], r.PauseTx)
 	return b
 }
 
@@ -198,7 +208,7 @@ func (r *Port) Decode(b []byte) error {
 	*r = Port{Poll: binary.BigEndian.Uint32(b[0:]), Switch: binary.BigEndian.Uint16(b[4:]), Epoch: binary.BigEndian.Uint16(b[6:]),
 		Port: b[8], PeerKind: b[9], Peer: binary.BigEndian.Uint16(b[10:]), PeerPort: b[12], Flags: b[13],
 		Pkts: binary.BigEndian.Uint32(b[14:]), Paused: binary.BigEndian.Uint32(b[18:]), QDepth: binary.BigEndian.Uint32(b[22:]),
-		PauseRx: binary.BigEndian.Uint32(b[26:])}
+		PauseRx: binary.BigEndian.Uint32(b[26:]), PauseTx: binary.BigEndian.Uint16(b[30:])}
 	return nil
 }
 

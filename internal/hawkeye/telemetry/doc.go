@@ -7,11 +7,12 @@
 // wrapped-around epoch to reset), and per epoch:
 //
 //   - FlowSlots flow slots indexed by a hash of the 5-tuple: packet count,
-//     paused-packet count and queue-depth sum per flow and egress port; a
+//     paused-packet count, and over the unpaused packets the queue-depth sum
+//     and how many found a non-empty queue, per flow and egress port; a
 //     packet of another flow evicts the slot's entry to the switch's
 //     controller, which keeps it for the epoch;
 //   - per egress port: packet count, paused count, queue-depth sum, PAUSE
-//     frames received;
+//     frames received on it and sent out of it;
 //   - the port-pair traffic meter: bytes from each ingress to each egress.
 //
 // A packet is paused when it enqueues while its egress port is paused by PFC

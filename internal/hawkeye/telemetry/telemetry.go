@@ -82,11 +82,13 @@ type flowSlot struct {
 	port   uint8
 	pkts   uint32
 	paused uint32
-	qdepth uint32
+	qdepth uint32 // over unpaused packets
+	queued uint16 // unpaused packets that found a queue
 }
 
 type portCounters struct {
 	pkts, paused, qdepth, pauseRx uint32
+	pauseTx                       uint16
 }
 
 type epoch struct {
@@ -191,7 +193,12 @@ func (t *Telemetry) Enqueue(now time.Duration, sw netsim.NodeID, in, out int, p 
 	}
 	s.pkts++
 	s.paused += pz
-	s.qdepth += uint32(queued)
+	if !paused {
+		s.qdepth += uint32(queued)
+		if queued > 0 && s.queued < 0xffff {
+			s.queued++
+		}
+	}
 	pc := &ep.ports[out]
 	pc.pkts++
 	pc.paused += pz
@@ -206,7 +213,7 @@ func (t *Telemetry) evict(st *switchState, sw netsim.NodeID, n int64, s *flowSlo
 		return
 	}
 	st.evicted = append(st.evicted, evicted{record.Flow{Switch: uint16(sw), Epoch: epochID(n), Port: s.port, Tuple: record.Tuple(s.tuple),
-		Pkts: s.pkts, Paused: s.paused, QDepth: s.qdepth}, n})
+		Pkts: s.pkts, Paused: s.paused, QDepth: s.qdepth, Queued: s.queued}, n})
 }
 
 // PFC implements netsim.SwitchObserver: it updates the port's PFC status
@@ -217,6 +224,18 @@ func (t *Telemetry) PFC(now time.Duration, sw netsim.NodeID, port int, pause tim
 	if pause > 0 {
 		ep, _ := t.epochAt(st, now)
 		ep.ports[port].pauseRx++
+	}
+}
+
+// PFCSent implements netsim.SwitchObserver: it counts PAUSE frames the
+// switch sends (its PFC status toward each peer).
+func (t *Telemetry) PFCSent(now time.Duration, sw netsim.NodeID, port int, pause time.Duration) {
+	if pause == 0 {
+		return
+	}
+	ep, _ := t.epochAt(t.sw[sw], now)
+	if ep.ports[port].pauseTx < 0xffff {
+		ep.ports[port].pauseTx++
 	}
 }
 
@@ -306,7 +325,7 @@ func (t *Telemetry) Collect(now time.Duration, sw netsim.NodeID) Snapshot {
 			s := &ep.flows[k]
 			if s.num == ep.num && s.pkts > 0 {
 				snap.Flows = append(snap.Flows, record.Flow{Switch: uint16(sw), Epoch: id, Port: s.port, Tuple: record.Tuple(s.tuple),
-					Pkts: s.pkts, Paused: s.paused, QDepth: s.qdepth})
+					Pkts: s.pkts, Paused: s.paused, QDepth: s.qdepth, Queued: s.queued})
 			}
 		}
 		for p, pc := range ep.ports {
@@ -324,7 +343,7 @@ func (t *Telemetry) Collect(now time.Duration, sw netsim.NodeID) Snapshot {
 			}
 			snap.Ports = append(snap.Ports, record.Port{Switch: uint16(sw), Epoch: id, Port: uint8(p), PeerKind: kind,
 				Peer: uint16(peer.Node), PeerPort: uint8(peer.Port), Flags: flags,
-				Pkts: pc.pkts, Paused: pc.paused, QDepth: pc.qdepth, PauseRx: pc.pauseRx})
+				Pkts: pc.pkts, Paused: pc.paused, QDepth: pc.qdepth, PauseRx: pc.pauseRx, PauseTx: pc.pauseTx})
 		}
 		for k, b := range ep.meter {
 			if b > 0 {
