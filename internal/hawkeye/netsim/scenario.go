@@ -75,18 +75,48 @@ type Scenario struct {
 	Sim      *Sim
 	Truth    Truth
 	Duration time.Duration
+	loop     *loopWatch
 }
 
-// Formed reports, after the run, whether the injected anomaly took hold: for
-// the deadlocks, whether every port of the loop is still paused (a loop that
-// never closed is no deadlock); true for the other kinds.
+// Formed reports, after the run, whether the injected anomaly took hold as
+// injected: for the deadlocks, whether the loop closed (every port of it
+// paused at once) after the injection and is still closed (a loop that never
+// closed is no deadlock; one that closed before the injection was not
+// initiated by it); true for the other kinds.
 func (sc *Scenario) Formed() bool {
+	if sc.loop == nil {
+		return true
+	}
 	for _, p := range sc.Truth.Loop {
 		if !sc.Sim.Paused(p) {
 			return false
 		}
 	}
-	return true
+	return sc.loop.closedAt >= sc.Truth.Start
+}
+
+// loopWatch records when every port of a loop was first paused at once.
+type loopWatch struct {
+	ports    map[PortRef]int
+	until    []time.Duration
+	closed   bool
+	closedAt time.Duration
+}
+
+func (w *loopWatch) Enqueue(time.Duration, NodeID, int, int, *Packet, int, bool) {}
+func (w *loopWatch) PFCSent(time.Duration, NodeID, int, time.Duration)          {}
+func (w *loopWatch) PFC(now time.Duration, sw NodeID, port int, pause time.Duration) {
+	i, ok := w.ports[PortRef{sw, port}]
+	if !ok || w.closed {
+		return
+	}
+	w.until[i] = now + pause
+	for _, u := range w.until {
+		if u <= now {
+			return
+		}
+	}
+	w.closed, w.closedAt = true, now
 }
 
 // DefaultLoad is the background load of a scenario when none is given.
@@ -143,6 +173,13 @@ func NewScenario(c ScenarioConfig) (*Scenario, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if len(sc.Truth.Loop) > 0 {
+		sc.loop = &loopWatch{ports: map[PortRef]int{}, until: make([]time.Duration, len(sc.Truth.Loop))}
+		for i, p := range sc.Truth.Loop {
+			sc.loop.ports[p] = i
+		}
+		s.Observe(sc.loop)
 	}
 	return sc, nil
 }
