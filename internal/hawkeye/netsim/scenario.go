@@ -104,7 +104,7 @@ type loopWatch struct {
 }
 
 func (w *loopWatch) Enqueue(time.Duration, NodeID, int, int, *Packet, int, bool) {}
-func (w *loopWatch) PFCSent(time.Duration, NodeID, int, time.Duration)          {}
+func (w *loopWatch) PFCSent(time.Duration, NodeID, int, time.Duration)           {}
 func (w *loopWatch) PFC(now time.Duration, sw NodeID, port int, pause time.Duration) {
 	i, ok := w.ports[PortRef{sw, port}]
 	if !ok || w.closed {
