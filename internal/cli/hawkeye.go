@@ -302,8 +302,12 @@ func printHawkeyeRun(w io.Writer, res *hawkeye.RunResult, base string) {
 		tr.Kind, tr.Seed, len(topo.Switches()), len(topo.Hosts()), len(tr.Flows), st.Simulated, st.Wall.Round(time.Millisecond), st.EventsPerSec/1e6)
 	fmt.Fprintf(w, "  %d packets delivered, %d PFC frames, %d injected PAUSE frames, %d ECN marks, %d drops\n",
 		st.Packets, st.PFCFrames, st.Injected, st.ECNMarks, st.Drops)
-	t := tr.Truth
+	sp := tr.Polls[res.Setting]
+	t := tr.TruthAt(sp.Trigger.At)
 	fmt.Fprintf(w, "truth:     %s at %s from %v", t.Kind, topo.PortName(t.Initial), t.Start)
+	if t.Kind != tr.Truth.Kind {
+		fmt.Fprintf(w, " (injected as %s; PFC from %v)", tr.Truth.Kind, tr.PFCAt)
+	}
 	if t.RootHost != netsim.None {
 		fmt.Fprintf(w, ", PAUSE frames injected by %s", topo.Name(t.RootHost))
 	} else {
@@ -317,7 +321,6 @@ func printHawkeyeRun(w io.Writer, res *hawkeye.RunResult, base string) {
 		fmt.Fprintf(w, ", loop %s", strings.Join(l, " → "))
 	}
 	fmt.Fprintln(w)
-	sp := tr.Polls[res.Setting]
 	fmt.Fprintf(w, "agent:     %s fired at %v (RTT %.1f× base, threshold %.0f%%); telemetry epoch %v\n",
 		flowName(record.Tuple(sp.Trigger.Flow.Tuple)), sp.Trigger.At, float64(sp.Trigger.RTT)/float64(sp.Trigger.Flow.BaseRTT()),
 		res.Setting.Threshold, time.Duration(1)<<res.Setting.EpochBits)
@@ -412,7 +415,8 @@ func writeHawkeyeJSON(w io.Writer, res *hawkeye.RunResult) error {
 	names := hawkeye.Names(topo)
 	var out hawkeyeJSON
 	out.Scenario, out.Seed = string(tr.Kind), tr.Seed
-	t := tr.Truth
+	sp := tr.Polls[res.Setting]
+	t := tr.TruthAt(sp.Trigger.At)
 	out.Truth = hawkeyeTruthJSON{Kind: string(t.Kind), Initial: topo.PortName(t.Initial), StartNs: int64(t.Start)}
 	for _, f := range t.RootFlows {
 		out.Truth.RootFlows = append(out.Truth.RootFlows, f.String())
@@ -423,7 +427,6 @@ func writeHawkeyeJSON(w io.Writer, res *hawkeye.RunResult) error {
 	for _, p := range t.Loop {
 		out.Truth.Loop = append(out.Truth.Loop, topo.PortName(p))
 	}
-	sp := tr.Polls[res.Setting]
 	out.Trigger.Flow = sp.Trigger.Flow.Tuple.String()
 	out.Trigger.AtNs = int64(sp.Trigger.At)
 	out.Trigger.RTTx = float64(sp.Trigger.RTT) / float64(sp.Trigger.Flow.BaseRTT())

@@ -86,7 +86,7 @@ func (r *EvalResult) WriteTables(w io.Writer, settings []Setting) error {
 	title("")
 	for _, k := range netsim.Kinds {
 		if n := r.Unformed[k]; n > 0 {
-			fmt.Fprintf(w, "%s: %d of the traces left out: the loop did not close after the injection (no deadlock, or one closed by background traffic before it)\n", k, n)
+			fmt.Fprintf(w, "%s: %d of %d traces left out: the loop did not close after the injection (no deadlock, or one closed by background traffic before it)\n", k, n, r.Traces/len(r.kinds()))
 		}
 	}
 	_, err := fmt.Fprintf(w, "%d traces, %d polls diagnosed, %d report bytes through DTA; simulator %.1f M events/s; %v\n",

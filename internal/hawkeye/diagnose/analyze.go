@@ -121,9 +121,12 @@ func Analyze(g *Graph, opt AnalyzeOptions) *Diagnosis {
 	var vports []Port
 	if victim != nil {
 		vports = a.victimPath(victim)
-		// PFC causality from every port that paused the victim.
-		for _, p := range vports {
+		// PFC causality from every port that paused the victim, the most
+		// downstream one last (its terminals are preferred: pauses
+		// upstream on the victim's path usually come from it).
+		for i, p := range vports {
 			if victim.PausedAt[p] > 0 {
+				a.start = i
 				a.walk(p, nil)
 			}
 		}
@@ -144,7 +147,7 @@ func Analyze(g *Graph, opt AnalyzeOptions) *Diagnosis {
 		return a.deadlock(d)
 	}
 	if len(a.terminals) > 0 {
-		return a.spreading(d, a.terminals[0])
+		return a.spreading(d, a.heaviest())
 	}
 	// The victim was not paused: a port of its path may still be where
 	// others' PFC paths end (it went through the initial congestion).
@@ -170,8 +173,9 @@ func Analyze(g *Graph, opt AnalyzeOptions) *Diagnosis {
 }
 
 type walkResult struct {
-	port Port
-	path []Port
+	port  Port
+	path  []Port
+	start int // index of the victim port the walk started from
 }
 
 type analysis struct {
@@ -180,6 +184,7 @@ type analysis struct {
 	loops     [][]Port
 	terminals []walkResult
 	visited   map[Port]bool
+	start     int
 }
 
 // victimPath returns the ports the victim crossed, in path order (each
@@ -236,7 +241,7 @@ func (a *analysis) walk(p Port, path []Port) {
 	path = append(path, p)
 	n := a.g.Ports[p]
 	if n == nil || len(n.Out) == 0 {
-		a.terminals = append(a.terminals, walkResult{p, append([]Port(nil), path...)})
+		a.terminals = append(a.terminals, walkResult{p, append([]Port(nil), path...), a.start})
 		return
 	}
 	if a.visited == nil {
@@ -250,6 +255,35 @@ func (a *analysis) walk(p Port, path []Port) {
 		a.walk(e.To, path)
 	}
 	delete(a.visited, p)
+}
+
+// heaviest returns, among the terminals found from the most downstream
+// port that paused the victim, the one reached by the path of largest total
+// edge weight: where the strongest chain of waiting ends (several terminals
+// arise when PFC spreads through a switch that also queues other traffic).
+func (a *analysis) heaviest() walkResult {
+	last := 0
+	for _, t := range a.terminals {
+		last = max(last, t.start)
+	}
+	best, bestW := a.terminals[0], -1.0
+	for _, t := range a.terminals {
+		if t.start != last {
+			continue
+		}
+		var w float64
+		for i := 0; i+1 < len(t.path); i++ {
+			for _, e := range a.g.Ports[t.path[i]].Out {
+				if e.To == t.path[i+1] {
+					w += e.Weight
+				}
+			}
+		}
+		if w > bestW {
+			best, bestW = t, w
+		}
+	}
+	return best
 }
 
 func (a *analysis) addLoop(l []Port) {
@@ -439,7 +473,7 @@ func (a *analysis) exit(p Port, loop, seen map[Port]bool, path []Port) (walkResu
 	path = append(path, p)
 	n := a.g.Ports[p]
 	if n == nil || len(n.Out) == 0 {
-		return walkResult{p, append([]Port(nil), path...)}, true
+		return walkResult{port: p, path: append([]Port(nil), path...)}, true
 	}
 	for _, e := range n.Out {
 		if r, ok := a.exit(e.To, loop, seen, path); ok {

@@ -76,6 +76,36 @@ type Scenario struct {
 	Truth    Truth
 	Duration time.Duration
 	loop     *loopWatch
+	quiet    *pauseWatch
+}
+
+// ContentionPFC returns, after a contention run, when the initial port's
+// switch first sent a PAUSE frame out of the contending flows' ingress
+// ports after the anomaly started: from then on the contention has become
+// PFC backpressure by flow contention. ok is false when it never did.
+func (sc *Scenario) ContentionPFC() (at time.Duration, ok bool) {
+	if sc.quiet == nil || !sc.quiet.paused {
+		return 0, false
+	}
+	return sc.quiet.at, true
+}
+
+// pauseWatch records when a switch first sent a PAUSE frame out of one of
+// some ports after a time.
+type pauseWatch struct {
+	sw     NodeID
+	ports  map[int]bool
+	start  time.Duration
+	paused bool
+	at     time.Duration
+}
+
+func (w *pauseWatch) Enqueue(time.Duration, NodeID, int, int, *Packet, int, bool) {}
+func (w *pauseWatch) PFC(time.Duration, NodeID, int, time.Duration)               {}
+func (w *pauseWatch) PFCSent(now time.Duration, sw NodeID, port int, pause time.Duration) {
+	if sw == w.sw && w.ports[port] && pause > 0 && now >= w.start && !w.paused {
+		w.paused, w.at = true, now
+	}
 }
 
 // Formed reports, after the run, whether the injected anomaly took hold as
@@ -93,6 +123,30 @@ func (sc *Scenario) Formed() bool {
 		}
 	}
 	return sc.loop.closedAt >= sc.Truth.Start
+}
+
+// Contenders returns, after the run, the flows other than the root flows
+// that crossed the initial port while the anomaly was active (started
+// before its end and not finished before its start): background traffic
+// that really shares the congested queue.
+func (sc *Scenario) Contenders() []FiveTuple {
+	root := map[FiveTuple]bool{}
+	for _, t := range sc.Truth.RootFlows {
+		root[t] = true
+	}
+	var out []FiveTuple
+	for _, f := range sc.Sim.Flows() {
+		if root[f.Tuple] || f.Start >= sc.Truth.End || f.Finish() != 0 && f.Finish() < sc.Truth.Start || f.Sent() == 0 {
+			continue
+		}
+		for _, p := range sc.Sim.Path(f) {
+			if p == sc.Truth.Initial {
+				out = append(out, f.Tuple)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // loopWatch records when every port of a loop was first paused at once.
@@ -180,6 +234,13 @@ func NewScenario(c ScenarioConfig) (*Scenario, error) {
 			sc.loop.ports[p] = i
 		}
 		s.Observe(sc.loop)
+	}
+	if c.Kind == Contention {
+		// The edge's ingress ports from the neighbour and both
+		// aggregation switches: those of the contending flows.
+		in := map[int]bool{1 - sc.Truth.Initial.Port: true, 2: true, 3: true}
+		sc.quiet = &pauseWatch{sw: sc.Truth.Initial.Node, ports: in, start: sc.Truth.Start}
+		s.Observe(sc.quiet)
 	}
 	return sc, nil
 }
@@ -373,10 +434,12 @@ func (b *builder) deadlock(out bool) error {
 	return nil
 }
 
-// contention: two elephants of 2–4 MB at 50–60 Gbps from other pods meet
-// at a host's edge port through both aggregation switches, sharing the
-// queue with a 10 Gbps flow from the host's neighbour. Congestion control
-// holds the queue below the PFC threshold.
+// contention: two elephants of 2–4 MB at 50–60 Gbps from other pods, the
+// second 20–40 µs after the first, meet at a host's edge port through both
+// aggregation switches, sharing the queue with a 10 Gbps flow from the
+// host's neighbour. Congestion control mostly holds the queue below the
+// PFC threshold; when it does not, the anomaly turns into PFC backpressure
+// by flow contention (ContentionPFC says when).
 func (b *builder) contention() error {
 	t := b.tree
 	p, e, i := b.r.IntN(4), b.r.IntN(2), b.r.IntN(2)
@@ -387,7 +450,11 @@ func (b *builder) contention() error {
 	start := b.ta
 	for a := range 2 {
 		q := b.otherPod(p)
-		f, err := b.via(Flow{Src: t.host(q, b.r.IntN(2), b.r.IntN(2)), Dst: dst, Start: start + b.us(0, 5),
+		at := start + b.us(0, 5)
+		if a == 1 {
+			at = start + b.us(20, 40)
+		}
+		f, err := b.via(Flow{Src: t.host(q, b.r.IntN(2), b.r.IntN(2)), Dst: dst, Start: at,
 			Size: int64(2_000_000 + b.r.IntN(2_000_001)), MaxGbps: float64(50 + b.r.IntN(11)), Tag: "elephant"}, t.agg(p, a), t.edge(p, e))
 		if err != nil {
 			return err
