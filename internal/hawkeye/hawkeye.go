@@ -49,6 +49,10 @@ func Open(ctx context.Context, reportAddr, queryBase string) (*Session, error) {
 	return &Session{rep: rep, rd: rd, poll: rand.Uint32() &^ 0xff}, nil
 }
 
+// SetReadWait bounds how long Read waits for a poll's records (default
+// 10 s).
+func (s *Session) SetReadWait(d time.Duration) { s.rd.Wait = d }
+
 // Close closes the reporter.
 func (s *Session) Close() error { return s.rep.Close() }
 

@@ -121,6 +121,7 @@ func Analyze(g *Graph, opt AnalyzeOptions) *Diagnosis {
 	var vports []Port
 	if victim != nil {
 		vports = a.victimPath(victim)
+		a.vports, a.victim = vports, victim
 		// PFC causality from every port that paused the victim, the most
 		// downstream one last (its terminals are preferred: pauses
 		// upstream on the victim's path usually come from it).
@@ -185,6 +186,8 @@ type analysis struct {
 	terminals []walkResult
 	visited   map[Port]bool
 	start     int
+	vports    []Port
+	victim    *FlowNode
 }
 
 // victimPath returns the ports the victim crossed, in path order (each
@@ -376,6 +379,14 @@ func (a *analysis) fill(d *Diagnosis, p Port) {
 func (a *analysis) spreading(d *Diagnosis, t walkResult) *Diagnosis {
 	a.fill(d, t.port)
 	d.Path = t.path
+	// The PFC path starts where the victim was first paused on its way.
+	if a.victim != nil && t.start > 0 && t.start < len(a.vports) {
+		first := t.start
+		for i := t.start - 1; i >= 0 && a.victim.PausedAt[a.vports[i]] > 0; i-- {
+			first = i
+		}
+		d.Path = append(append([]Port(nil), a.vports[first:t.start]...), t.path...)
+	}
 	if cs := a.contributors(t.port, nil); len(cs) > 0 && !a.pausedByPeer(t.port) {
 		d.Kind, d.Cause, d.RootFlows = Incast, CauseContention, cs
 		return d
