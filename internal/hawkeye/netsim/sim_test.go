@@ -154,7 +154,7 @@ func line() (*Topology, NodeID, NodeID, NodeID, NodeID) {
 type pauses struct{ got map[PortRef][]time.Duration }
 
 func (p *pauses) Enqueue(time.Duration, NodeID, int, int, *Packet, int, bool) {}
-func (p *pauses) PFCSent(time.Duration, NodeID, int, time.Duration)          {}
+func (p *pauses) PFCSent(time.Duration, NodeID, int, time.Duration)           {}
 func (p *pauses) PFC(now time.Duration, sw NodeID, port int, pause time.Duration) {
 	p.got[PortRef{sw, port}] = append(p.got[PortRef{sw, port}], pause)
 }

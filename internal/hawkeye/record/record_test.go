@@ -40,7 +40,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 			if err != nil || got != c.want {
 				t.Errorf("Decode = %+v, %v; want %+v", got, err, c.want)
 			}
-			if _, err := c.decode(b[1 : c.size]); !errors.Is(err, ErrTruncated) {
+			if _, err := c.decode(b[1:c.size]); !errors.Is(err, ErrTruncated) {
 				t.Errorf("Decode of %d bytes: %v, want ErrTruncated", c.size-1, err)
 			}
 		})
