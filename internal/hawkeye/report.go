@@ -62,25 +62,20 @@ func (r *EvalResult) WriteTables(w io.Writer, settings []Setting) error {
 		fmt.Fprintf(tw, "%s (%s, %.0f%%)\t", best.PR(), best.Epoch, best.Thresh)
 	}
 	fmt.Fprintln(tw)
-	title("\nFigs. 9, 11: collected per diagnosis (mean over settings)")
-	fmt.Fprintf(tw, "\tswitches\tbytes\tcausal switches covered\tpolling packets\t\n")
+	title("\nFigs. 9, 11: collected per diagnosis, at HAWKEYE's best setting for the anomaly")
+	fmt.Fprintf(tw, "\tsetting\tswitches\tbytes\tcausal switches covered\tpolling packets\t\n")
 	for _, k := range kinds {
+		best, ok := r.Best(k, MethodHawkeye)
+		if !ok {
+			continue
+		}
+		st := Setting{EpochBits: best.Bits, Threshold: best.Thresh}
 		for _, m := range []Method{MethodFull, MethodHawkeye, MethodVictimOnly} {
-			var sw, by, cov, pk float64
-			n := 0
-			for _, x := range r.Rows {
-				if x.Kind == k && x.Method == m && x.TP+x.FP > 0 {
-					sw += x.Switch
-					by += x.Bytes
-					cov += x.Cover
-					pk += x.Packets
-					n++
-				}
-			}
-			if n == 0 {
+			x := r.row(k, m, st)
+			if x.TP+x.FP == 0 {
 				continue
 			}
-			fmt.Fprintf(tw, "%s %s\t%.1f\t%.0f\t%.0f%%\t%.1f\t\n", k, m, sw/float64(n), by/float64(n), 100*cov/float64(n), pk/float64(n))
+			fmt.Fprintf(tw, "%s %s\t%s, %.0f%%\t%.1f\t%.0f\t%.0f%%\t%.1f\t\n", k, m, x.Epoch, x.Thresh, x.Switch, x.Bytes, 100*x.Cover, x.Packets)
 		}
 	}
 	title("")

@@ -171,15 +171,18 @@ func Build(t *Telemetry, opt Options) *Graph {
 				w[pair{Port{r.Switch, r.Port}, m.to}] += float64(r.Paused) * m.bytes / sum * to.AvgQueue()
 			}
 		}
-		// A polled switch that paused a switch not polled: the upstream
-		// port waits for this switch's congested ports its ingress
-		// feeds, weighted by the PAUSE frames sent instead of the
-		// (unknown) paused packets.
+		// A switch that paused its upstream neighbour: the upstream port
+		// waits for this switch's congested ports its ingress feeds,
+		// weighted by the PAUSE frames sent — when the upstream switch
+		// was not polled, or its port shows no paused packet (yet).
 		for _, r := range t.Ports {
-			if r.PauseTx == 0 || r.PeerKind != record.PeerSwitch || g.Switches[r.Peer] {
+			if r.PauseTx == 0 || r.PeerKind != record.PeerSwitch {
 				continue
 			}
 			up := Port{r.Peer, r.PeerPort}
+			if n := g.Ports[up]; n != nil && n.Paused > 0 {
+				continue
+			}
 			var sum float64
 			type mt struct {
 				to    Port

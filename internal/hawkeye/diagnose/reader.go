@@ -189,9 +189,11 @@ func (r *Reader) lookupMeters(ctx context.Context, t *Telemetry) error {
 	}
 	var keys []string
 	seen := map[string]bool{}
-	polled := map[uint16]bool{}
-	for _, m := range t.Manifests {
-		polled[m.Switch] = true
+	pausedPort := map[[2]uint16]bool{}
+	for _, p := range t.Ports {
+		if p.Paused > 0 {
+			pausedPort[[2]uint16{p.Switch, uint16(p.Port)}] = true
+		}
 	}
 	add := func(sw, epoch uint16, in, out uint8) {
 		k := string(record.MeterKey(t.Poll, sw, epoch, in, out))
@@ -201,9 +203,9 @@ func (r *Reader) lookupMeters(ctx context.Context, t *Telemetry) error {
 		}
 	}
 	for _, p := range t.Ports {
-		// A polled switch that paused an upstream switch not polled: its
-		// meters from that ingress.
-		if p.PauseTx > 0 && p.PeerKind == record.PeerSwitch && !polled[p.Peer] {
+		// A switch that paused an upstream port showing no paused
+		// packet (or not polled): its meters from that ingress.
+		if p.PauseTx > 0 && p.PeerKind == record.PeerSwitch && !pausedPort[[2]uint16{p.Peer, uint16(p.PeerPort)}] {
 			for _, out := range outs[se{p.Switch, p.Epoch}] {
 				if out != p.Port {
 					add(p.Switch, p.Epoch, p.Port, out)
