@@ -100,8 +100,13 @@ type pauseWatch struct {
 	at     time.Duration
 }
 
+// Enqueue implements SwitchObserver (nothing to watch).
 func (w *pauseWatch) Enqueue(time.Duration, NodeID, int, int, *Packet, int, bool) {}
-func (w *pauseWatch) PFC(time.Duration, NodeID, int, time.Duration)               {}
+
+// PFC implements SwitchObserver (nothing to watch).
+func (w *pauseWatch) PFC(time.Duration, NodeID, int, time.Duration) {}
+
+// PFCSent records the first PAUSE out of a watched port.
 func (w *pauseWatch) PFCSent(now time.Duration, sw NodeID, port int, pause time.Duration) {
 	if sw == w.sw && w.ports[port] && pause > 0 && now >= w.start && !w.paused {
 		w.paused, w.at = true, now
@@ -157,8 +162,13 @@ type loopWatch struct {
 	closedAt time.Duration
 }
 
+// Enqueue implements SwitchObserver (nothing to watch).
 func (w *loopWatch) Enqueue(time.Duration, NodeID, int, int, *Packet, int, bool) {}
-func (w *loopWatch) PFCSent(time.Duration, NodeID, int, time.Duration)           {}
+
+// PFCSent implements SwitchObserver (nothing to watch).
+func (w *loopWatch) PFCSent(time.Duration, NodeID, int, time.Duration) {}
+
+// PFC tracks the loop's ports' pauses and records when all hold at once.
 func (w *loopWatch) PFC(now time.Duration, sw NodeID, port int, pause time.Duration) {
 	i, ok := w.ports[PortRef{sw, port}]
 	if !ok || w.closed {
