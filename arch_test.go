@@ -53,6 +53,11 @@ func TestLayering(t *testing.T) {
 		{pkg: "internal/tea/nf", stdOnly: true, also: []string{"internal/tea"}},
 		{pkg: "internal/tea/nf/tun", deny: []string{mod + "internal/", "github.com/spf13/cobra"}},
 		{pkg: "internal/tea/teabench", deny: []string{"net", "os", "flag", "log/slog", "github.com/spf13/cobra", mod + "internal/rdma", mod + "internal/region"}},
+		{pkg: "internal/hawkeye/netsim", stdOnly: true},
+		{pkg: "internal/hawkeye/record", stdOnly: true},
+		{pkg: "internal/hawkeye/telemetry", deny: []string{"net", "net/http", "os", "github.com/spf13/cobra", mod + "client", mod + "internal/hawkeye/diagnose", mod + "internal/translator", mod + "internal/store", mod + "internal/collector"}},
+		{pkg: "internal/hawkeye/diagnose", deny: []string{"net", "os", "github.com/spf13/cobra", mod + "reporter", mod + "internal/hawkeye/netsim", mod + "internal/hawkeye/telemetry", mod + "internal/query", mod + "internal/store", mod + "internal/collector", mod + "internal/translator"}},
+		{pkg: "internal/hawkeye", deny: []string{"github.com/spf13/cobra", mod + "internal/cli", mod + "internal/collector", mod + "internal/store", mod + "internal/query", mod + "internal/translator", mod + "internal/ingest"}},
 		{pkg: "client", deny: []string{mod + "internal/", "github.com/spf13/cobra"}},
 		{pkg: "reporter", deny: []string{mod + "internal/", "github.com/spf13/cobra"}},
 	}

@@ -68,6 +68,7 @@ then look at the data:
 		newSimulateCmd(),
 		newBenchCmd(),
 		newTeaCmd(),
+		newHawkeyeCmd(),
 	)
 	return root
 }
