@@ -15,7 +15,7 @@ import (
 func newTeaCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tea",
-		Short: "TEA remote table lookups: plan, load and look up tables, reproduce the paper's figures",
+		Short: "TEA remote table lookups: plan, load and look up tables, run NFs, reproduce the paper's figures",
 		Long: `tea works with TEA-TABLE (Kim et al., SIGCOMM 2020), a key-value table kept
 in servers' DRAM that a switch looks up with one remote read per lookup: a
 bucket and a shadow copy of the next one (bounded linear probing), with an
@@ -27,6 +27,8 @@ SRAM stash for what does not fit and a popularity cache in front.
                    a collector's teatable store over RDMA WRITEs)
   dta tea lookup   look keys up in a table file or a collector's teatable
                    store (one RDMA READ each), saying where each was found
+  dta tea nf       run a NAT or an L4 load balancer on TUN devices, its
+                   table in local memory or over RDMA
 
 A collector hosts a table as a store of primitive teatable (its geometry in
 the stores: list), registered for remote reads and writes and advertised
