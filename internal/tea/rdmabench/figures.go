@@ -28,9 +28,9 @@ func DefaultLatencyConfig() LatencyConfig {
 // LatencyRow is one packet size.
 type LatencyRow struct {
 	Size        int         `json:"packet_bytes"`
-	ReadBytes   uint64      `json:"read_bytes"`   // the lookup's READ: bucket, shadow, scratchpad header and packet
-	Lookup      Percentiles `json:"lookup"`       // one lookup in flight
-	Loaded      Percentiles `json:"loaded"`       // Window lookups in flight
+	ReadBytes   uint64      `json:"read_bytes"`    // the lookup's READ: bucket, shadow, scratchpad header and packet
+	Lookup      Percentiles `json:"lookup"`        // one lookup in flight
+	Loaded      Percentiles `json:"loaded"`        // Window lookups in flight
 	LookupsPerS float64     `json:"lookups_per_s"` // with Window in flight
 	Lost        uint64      `json:"packets_lost"`  // parked packets not read back (another lookup reused the row)
 	Failed      uint64      `json:"failed"`
