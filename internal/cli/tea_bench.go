@@ -32,6 +32,8 @@ type teaBenchOptions struct {
 	warmup    string
 	cacheSize int
 	hot       uint32
+
+	rdma teaRDMAOptions
 }
 
 func newTeaBenchCmd() *cobra.Command {
@@ -39,7 +41,7 @@ func newTeaBenchCmd() *cobra.Command {
 	sc, bc := teabench.DefaultStashConfig(), teabench.DefaultBalanceConfig()
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Reproduce TEA's figures that need no RDMA: stash vs load factor, load per server with the cache (Fig. 9a), fail-over (Fig. 10)",
+		Short: "Reproduce TEA's figures: stash vs load factor, load per server (Fig. 9a), fail-over (Fig. 10); over software RDMA: latency (Fig. 8), scale (Fig. 9b), fail-over",
 		Long: `bench runs the TEA experiments over this repository's control plane
 (Algorithm 1) and lookup engine (Algorithm 2) with local readers; nothing
 is timed, everything is counted.
@@ -60,15 +62,31 @@ is timed, everything is counted.
             answering at 100 ms, at 200 ms it answers again and server 1
             stops (simulated clock, 100 lookups per ms, 1 ms read
             timeout): who answers, how many lookups were retried, none lost
-            (Fig. 10).`,
+            (Fig. 10).
+
+Over the software RoCEv2 path (in-process responders on 127.0.0.1,
+timed with the wall clock; not run unless asked for with --figure):
+
+  latency        one server; packets of --sizes bytes parked in the
+                 scratchpad (RDMA WRITE) before the lookup's one RDMA READ
+                 of bucket, shadow and scratchpad: latency p10/median/p90
+                 one at a time, lookups/s with --window in flight, and a
+                 raw READ of the packet's size alone (Fig. 8).
+  scale          the table in contiguous ranges over each of
+                 --scale-servers servers: aggregate lookups/s, and a model
+                 linear in servers up to --model-servers (Fig. 9b).
+  failover-rdma  two servers, every range on both; server 0's responder is
+                 closed at 200 ms: lookups/s per 10 ms, retries, failures
+                 (Fig. 10).`,
 		Example: `  dta tea bench                              # all three, about a minute
   dta tea bench --figure stash --cells 8 --entries 2^22
-  dta tea bench --figure balance --alphas 0.99 -o json`,
+  dta tea bench --figure balance --alphas 0.99 -o json
+  dta tea bench --figure latency,scale,failover-rdma`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTeaBench(cmd, &o) },
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&o.figures, "figure", []string{"stash", "balance", "failover"}, "experiments: stash, balance, failover")
+	fl.StringSliceVar(&o.figures, "figure", []string{"stash", "balance", "failover"}, "experiments: stash, balance, failover; over software RDMA: latency, scale, failover-rdma")
 	fl.StringVarP(&o.output, "output", "o", "table", "output `format`: table or json")
 	fl.Uint64Var(&o.seed, "seed", 1, "random seed of keys, victims and workloads")
 	fl.Float64Var(&o.target, "target", 0.001, "stash: the share of entries the stash may hold")
@@ -87,6 +105,7 @@ is timed, everything is counted.
 	fl.StringVar(&o.warmup, "warmup", "1M", "balance: lookups before counting (the cache warms up)")
 	fl.IntVar(&o.cacheSize, "cache-size", bc.CacheSize, "balance: entries of the cache")
 	fl.Uint32Var(&o.hot, "hot-threshold", bc.HotThreshold, "balance: lookups of a key before the sketch reports it")
+	o.rdma.bind(fl)
 	return cmd
 }
 
@@ -95,6 +114,7 @@ type teaBenchReport struct {
 	Stash    *teaStashReport        `json:"stash,omitempty"`
 	Balance  []teabench.BalanceRow  `json:"balance,omitempty"`
 	Failover []teabench.FailoverRow `json:"failover,omitempty"`
+	teaRDMAReport
 }
 
 type teaStashReport struct {
@@ -110,8 +130,8 @@ func runTeaBench(cmd *cobra.Command, o *teaBenchOptions) error {
 	}
 	var rep teaBenchReport
 	for _, f := range o.figures {
-		if !slices.Contains([]string{"stash", "balance", "failover"}, f) {
-			return usageError("--figure %q: want stash, balance or failover", f)
+		if !slices.Contains([]string{"stash", "balance", "failover", "latency", "scale", "failover-rdma"}, f) {
+			return usageError("--figure %q: want stash, balance, failover, latency, scale or failover-rdma", f)
 		}
 	}
 	out := cmd.OutOrStdout()
@@ -185,6 +205,28 @@ func runTeaBench(cmd *cobra.Command, o *teaBenchOptions) error {
 		if o.output == "table" {
 			teaFailoverTable(out, c, rows)
 		}
+	}
+	table := o.output == "table"
+	if slices.Contains(o.figures, "latency") {
+		rows, err := teaLatency(out, &o.rdma, o.seed, table)
+		if err != nil {
+			return err
+		}
+		rep.Latency = rows
+	}
+	if slices.Contains(o.figures, "scale") {
+		r, err := teaScale(out, &o.rdma, o.seed, table)
+		if err != nil {
+			return err
+		}
+		rep.Scale = r
+	}
+	if slices.Contains(o.figures, "failover-rdma") {
+		r, err := teaFailoverRDMA(out, &o.rdma, o.seed, table)
+		if err != nil {
+			return err
+		}
+		rep.FailoverRDMA = r
 	}
 	if o.output == "json" {
 		return teaJSON(out, rep)
