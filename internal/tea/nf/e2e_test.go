@@ -22,6 +22,7 @@ type backend struct {
 	readers []tea.Reader
 	timeout time.Duration
 	reads   func() uint64 // RDMA READs the responder executed; nil locally
+	hot     uint32        // lookups of a key before the engine's digest reports it; 0: never
 }
 
 // natSpec is the NAT table of the tests: 5-tuple keys, address values,
@@ -45,7 +46,18 @@ func localBackend(tb testing.TB, spec tea.Spec) backend {
 
 // rdmaBackend keeps the table in a region registered with a software
 // RoCEv2 responder on loopback, written and read over RDMA.
-func rdmaBackend(tb testing.TB, spec tea.Spec) backend {
+func rdmaBackend(tb testing.TB, spec tea.Spec) backend { return rdmaBackendCache(tb, spec, 0) }
+
+// rdmaCacheBackend is rdmaBackend with TEA's popularity cache: 64 entries,
+// filled by promoting the keys the engine's sketch reports after 16
+// lookups (see promote).
+func rdmaCacheBackend(tb testing.TB, spec tea.Spec) backend {
+	be := rdmaBackendCache(tb, spec, 64)
+	be.hot = 16
+	return be
+}
+
+func rdmaBackendCache(tb testing.TB, spec tea.Spec, cacheSize int) backend {
 	p, err := tea.PlaceEqual(spec, 1, 1)
 	if err != nil {
 		tb.Fatal(err)
@@ -82,7 +94,7 @@ func rdmaBackend(tb testing.TB, spec tea.Spec) backend {
 	}
 	tb.Cleanup(func() { q.Close() })
 	q.SetTargets([]requester.Target{{VA: mr.VA, RKey: mr.RKey, Length: mr.Length}})
-	tab, err := tea.NewTable(spec, remote.NewMemory(q, 0), tea.TableConfig{MaxTries: 20, Seed: 1})
+	tab, err := tea.NewTable(spec, remote.NewMemory(q, 0), tea.TableConfig{MaxTries: 20, CacheSize: cacheSize, Seed: 1})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -95,11 +107,35 @@ func rdmaBackend(tb testing.TB, spec tea.Spec) backend {
 func newNF(tb testing.TB, kind nf.Kind, be backend, t *topo) *nf.NF {
 	tb.Helper()
 	n, err := nf.New(nf.Config{Kind: kind, Placement: be.p, Readers: be.readers, Stash: be.tab.Stash(), Cache: be.tab.Cache(),
-		Engine: tea.Config{Timeout: be.timeout}, Send: nf.Sender(t.in, t.out)})
+		Engine: tea.Config{Timeout: be.timeout, HotThreshold: be.hot}, Send: nf.Sender(t.in, t.out)})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if be.hot > 0 {
+		promote(tb, n, be.tab)
+	}
 	return n
+}
+
+// promote is the control plane's cache loop: every key the engine's
+// digest reports popular is promoted into the table's cache (the coldest
+// entry leaving when it is full), until the test ends.
+func promote(tb testing.TB, n *nf.NF, tab *tea.Table) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		eng := n.Engine()
+		for {
+			select {
+			case d := <-eng.Digests():
+				tab.Promote(d.Key(), eng.Estimate)
+			case <-stop:
+				return
+			}
+		}
+	}()
+	tb.Cleanup(func() { close(stop); <-done })
 }
 
 // exchange sends one datagram from the client and has the server answer
