@@ -20,6 +20,7 @@ type teaRDMAOptions struct {
 	modelTo      int
 	window       int
 	duration     time.Duration
+	keys         int
 }
 
 func (o *teaRDMAOptions) bind(fl *pflag.FlagSet) {
@@ -28,6 +29,7 @@ func (o *teaRDMAOptions) bind(fl *pflag.FlagSet) {
 	fl.IntSliceVar(&o.scaleServers, "scale-servers", sc.Servers, "scale: numbers of software servers to measure")
 	fl.IntVar(&o.modelTo, "model-servers", 8, "scale: model the aggregate up to this many servers")
 	fl.IntVar(&o.window, "window", 0, "latency, scale, failover-rdma: lookups in flight (0: each figure's default)")
+	fl.IntVar(&o.keys, "rdma-keys", lc.Keys, "latency, scale, failover-rdma: keys in the table (inserted over RDMA)")
 	fl.DurationVar(&o.duration, "duration", 0, "latency, scale: measuring time per packet size or server count (0: default 2s)")
 }
 
@@ -52,6 +54,7 @@ type teaFailoverRDMAReport struct {
 
 func teaLatency(w io.Writer, o *teaRDMAOptions, seed uint64, table bool) ([]rdmabench.LatencyRow, error) {
 	c := rdmabench.DefaultLatencyConfig()
+	c.Keys = o.keys
 	c.Sizes, c.Seed = o.sizes, seed
 	if o.window > 0 {
 		c.Window = o.window
@@ -84,6 +87,7 @@ func teaLatency(w io.Writer, o *teaRDMAOptions, seed uint64, table bool) ([]rdma
 
 func teaScale(w io.Writer, o *teaRDMAOptions, seed uint64, table bool) (*teaScaleReport, error) {
 	c := rdmabench.DefaultScaleConfig()
+	c.Keys = o.keys
 	c.Servers, c.Seed = o.scaleServers, seed
 	if o.window > 0 {
 		c.Window = o.window
@@ -131,6 +135,7 @@ func teaScale(w io.Writer, o *teaRDMAOptions, seed uint64, table bool) (*teaScal
 
 func teaFailoverRDMA(w io.Writer, o *teaRDMAOptions, seed uint64, table bool) (*teaFailoverRDMAReport, error) {
 	c := rdmabench.DefaultFailoverConfig()
+	c.Keys = o.keys
 	c.Seed = seed
 	if o.window > 0 {
 		c.Window = o.window

@@ -222,3 +222,40 @@ func abs(x int) int {
 	}
 	return x
 }
+
+func TestTeaBenchRunsTheRDMAFiguresSmall(t *testing.T) {
+	var rep struct {
+		Latency []struct {
+			Size        int     `json:"packet_bytes"`
+			LookupsPerS float64 `json:"lookups_per_s"`
+			Lookup      struct {
+				Median int64 `json:"median_ns"`
+			} `json:"lookup"`
+			Failed uint64 `json:"failed"`
+		} `json:"latency"`
+		Scale struct {
+			Rows []struct {
+				Servers     int     `json:"servers"`
+				LookupsPerS float64 `json:"lookups_per_s"`
+			} `json:"measured"`
+			Model []float64 `json:"model_lookups_per_s"`
+		} `json:"scale"`
+	}
+	teaRun(t, &rep, "tea", "bench", "--figure", "latency,scale", "--sizes", "64,1500", "--scale-servers", "1,2",
+		"--model-servers", "4", "--rdma-keys", "2000", "--duration", "50ms", "--window", "16")
+	if len(rep.Latency) != 2 || rep.Latency[1].Size != 1500 {
+		t.Fatalf("latency: %+v", rep.Latency)
+	}
+	for _, r := range rep.Latency {
+		if r.Failed != 0 || r.LookupsPerS <= 0 || r.Lookup.Median <= 0 {
+			t.Errorf("latency: %+v", r)
+		}
+	}
+	if len(rep.Scale.Rows) != 2 || rep.Scale.Rows[1].Servers != 2 || len(rep.Scale.Model) != 4 ||
+		rep.Scale.Model[3] != 4*rep.Scale.Rows[0].LookupsPerS {
+		t.Errorf("scale: %+v", rep.Scale)
+	}
+	if code, _, _ := teaExec(t, "tea", "bench", "--figure", "latency", "--sizes", "9001"); code != 2 {
+		t.Errorf("--sizes 9001: exit %d, want 2", code)
+	}
+}

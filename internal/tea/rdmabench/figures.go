@@ -201,8 +201,8 @@ type FailoverConfig struct {
 
 // DefaultFailoverConfig is the experiment of docs/REPRODUCTION.md.
 func DefaultFailoverConfig() FailoverConfig {
-	return FailoverConfig{Keys: 50_000, Window: 64, Duration: 600 * time.Millisecond, Kill: 200 * time.Millisecond,
-		Bucket: 10 * time.Millisecond, Timeout: 5 * time.Millisecond, Holddown: 50 * time.Millisecond, Seed: 1}
+	return FailoverConfig{Keys: 100_000, Window: 64, Duration: 600 * time.Millisecond, Kill: 200 * time.Millisecond,
+		Bucket: 10 * time.Millisecond, Timeout: 20 * time.Millisecond, Holddown: 50 * time.Millisecond, Seed: 1}
 }
 
 // FailoverRow is one bucket of the timeline.
@@ -232,7 +232,7 @@ func Failover(c FailoverConfig) ([]FailoverRow, FailoverSummary, error) {
 		return nil, sum, fmt.Errorf("failover: keys %d, window %d, bucket %v, duration %v, timeout %v, kill %v: want positive values",
 			c.Keys, c.Window, c.Bucket, c.Duration, c.Timeout, c.Kill)
 	}
-	cl, err := newCluster(c.Keys, 2, 2, 64, 0, 5*time.Millisecond, 2, c.Seed)
+	cl, err := newCluster(c.Keys, 2, 2, 64, 0, 20*time.Millisecond, 2, c.Seed)
 	if err != nil {
 		return nil, sum, err
 	}
