@@ -70,7 +70,7 @@ func Latency(c LatencyConfig) ([]LatencyRow, error) {
 			return nil, err
 		}
 		stop()
-		row.Lookup = percentiles(r.lat)
+		row.Lookup = r.latencies()
 		row.Failed += r.failed.Load()
 
 		r, stop, err = newRun(cl, c.Window, time.Second, 100*time.Millisecond, 0, 0, false)
@@ -83,7 +83,7 @@ func Latency(c LatencyConfig) ([]LatencyRow, error) {
 			return nil, err
 		}
 		row.LookupsPerS = float64(r.done.Load()) / took.Seconds()
-		row.Loaded = percentiles(r.lat)
+		row.Loaded = r.latencies()
 		row.Lost, row.Failed = r.lost.Load(), row.Failed+r.failed.Load()
 
 		buf := make([]byte, size)

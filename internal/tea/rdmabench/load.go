@@ -132,6 +132,13 @@ func (r *run) drive(c *cluster, pkt []byte, d time.Duration, n int, next func() 
 	return issued, time.Since(start), nil
 }
 
+// latencies returns the percentiles of the latencies recorded so far.
+func (r *run) latencies() Percentiles {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return percentiles(r.lat)
+}
+
 // Percentiles are latencies at the 10th, 50th and 90th percentile.
 type Percentiles struct {
 	P10    time.Duration `json:"p10_ns"`
