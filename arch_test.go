@@ -52,6 +52,8 @@ func TestLayering(t *testing.T) {
 		{pkg: "internal/tea", stdOnly: true},
 		{pkg: "internal/tea/nf", stdOnly: true, also: []string{"internal/tea"}},
 		{pkg: "internal/tea/nf/tun", deny: []string{mod + "internal/", "github.com/spf13/cobra"}},
+		{pkg: "internal/tea/rdmabench", deny: []string{"net/http", "flag", "github.com/spf13/cobra", mod + "internal/translator", mod + "internal/store"}},
+		{pkg: "internal/tea/remote", deny: []string{"net", "net/http", "os", "flag", "github.com/spf13/cobra", mod + "internal/rdma", mod + "internal/store"}},
 		{pkg: "internal/tea/teabench", deny: []string{"net", "os", "flag", "log/slog", "github.com/spf13/cobra", mod + "internal/rdma", mod + "internal/region"}},
 		{pkg: "internal/hawkeye/netsim", stdOnly: true},
 		{pkg: "internal/hawkeye/record", stdOnly: true},
