@@ -30,6 +30,8 @@ type teaNFOptions struct {
 	entries  []string
 	buckets  uint64
 	rdma     bool
+	coll     string
+	store    string
 	timeout  time.Duration
 	duration time.Duration
 }
@@ -70,6 +72,7 @@ the server-based NF. Counters are printed at exit (SIGINT, SIGTERM or
   ip rule add iif eth1 lookup 100; ip route add default dev tin table 100
   ip route add 203.0.113.0/24 dev tout                        # NAT: the public prefix
   dta tea nf nat --in tin --out tout --entry udp,10.1.0.2:40000,10.2.0.2:9000=203.0.113.7:50000 --rdma
+  dta tea nf nat --in tin --out tout --table nat.tea --collector 10.0.0.5:4791 --store nat   # table in a collector
   ip rule add iif eth2 lookup 101; ip route add default dev tout table 101   # LB: the backends' replies
   dta tea nf lb --in tin --out tout --entry tcp,198.51.100.10:80=10.9.0.5:8080`,
 		Args:      cobra.ExactArgs(1),
@@ -82,6 +85,8 @@ the server-based NF. Counters are printed at exit (SIGINT, SIGTERM or
 	fl.StringVar(&o.table, "table", "", "table file to load (dta tea load --out)")
 	fl.StringArrayVar(&o.entries, "entry", nil, "an entry to add, both directions (see above); repeatable")
 	fl.Uint64Var(&o.buckets, "buckets", 1024, "buckets of the table without --table")
+	fl.StringVar(&o.coll, "collector", "", "keep the table in this collector's teatable store (IP:4791) and look up with RDMA READs; the NF's control plane clears and loads it")
+	fl.StringVar(&o.store, "store", "", "with --collector: the teatable store (default: the collector's default one)")
 	fl.BoolVar(&o.rdma, "rdma", false, "keep the table behind a loopback software RoCEv2 responder and look up with RDMA READs")
 	fl.DurationVar(&o.timeout, "timeout", 100*time.Millisecond, "a lookup unanswered this long is dropped (with --rdma)")
 	fl.DurationVar(&o.duration, "duration", 0, "stop after this long; 0: at SIGINT or SIGTERM")
@@ -175,14 +180,42 @@ func runTeaNF(cmd *cobra.Command, name string, o *teaNFOptions) error {
 			closers[i].Close()
 		}
 	}()
-	if o.rdma {
+	switch {
+	case o.coll != "" && o.rdma:
+		return usageError("--collector and --rdma exclude each other")
+	case o.coll != "":
+		rt, err := teaDial(ctx, o.coll, o.store)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, closerFunc(rt.q.Close))
+		if rt.spec.KeySize != kind.KeySize() || rt.spec.ValueSize != nf.ValueSize {
+			return usageError("store %s: %d-byte keys and %d-byte values; %s wants %d and %d", rt.store.Name, rt.spec.KeySize, rt.spec.ValueSize, name, kind.KeySize(), nf.ValueSize)
+		}
+		if file != nil && file.Spec != rt.spec {
+			return usageError("%s: its geometry differs from the collector's store %s", o.table, rt.store.Name)
+		}
+		spec = rt.spec
+		if p, err = tea.PlaceEqual(spec, 1, 1); err != nil {
+			return usageError("%v", err)
+		}
+		m := remote.NewMemory(rt.q, 0)
+		// The NF's control plane owns the table: what an earlier loader
+		// placed is unknown to it (its stash died with it).
+		if err := teaClear(m, spec); err != nil {
+			return err
+		}
+		srv := remote.NewServer(rt.q, 0)
+		closers = append(closers, closerFunc(func() error { srv.Close(); return nil }))
+		mem, readers, timeout = m, []tea.Reader{srv}, o.timeout
+	case o.rdma:
 		m, srv, cl, err := teaNFRemote(ctx, p.Used(0))
 		closers = append(closers, cl...)
 		if err != nil {
 			return err
 		}
 		mem, readers, timeout = m, []tea.Reader{srv}, o.timeout
-	} else {
+	default:
 		lm := tea.NewLocalMemory(spec.TableSize())
 		mem, readers = lm, []tea.Reader{tea.MemoryReader{Mem: lm}}
 	}
@@ -229,6 +262,9 @@ func runTeaNF(cmd *cobra.Command, name string, o *teaNFOptions) error {
 	where := "local memory"
 	if o.rdma {
 		where = "a server's memory over RDMA (loopback software RoCEv2)"
+	}
+	if o.coll != "" {
+		where = "the collector's memory over RDMA (" + o.coll + ")"
 	}
 	fmt.Fprintf(w, "%s on %s → %s: %d entries in %s\n", name, o.in, o.out, tab.Len(), where)
 	start := time.Now()

@@ -60,6 +60,7 @@ func TestTeaNFTranslatesAPacketOnTUNDevicesAndPrintsItsCounters(t *testing.T) {
 		{"with the table in local memory", nil},
 		{"with the table over RDMA", []string{"--rdma"}},
 		{"with the table from a file dta tea load wrote", []string{"--table", ""}},
+		{"with the table in a collector's teatable store", []string{"--collector"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			entry := []string{"--entry", "udp,10.1.0.2:40000,10.2.0.2:9000=203.0.113.7:50000"}
@@ -95,6 +96,20 @@ func TestTeaNFTranslatesAPacketOnTUNDevicesAndPrintsItsCounters(t *testing.T) {
 			ip("link", "set", "tout", "up")
 			ip("addr", "add", "10.1.0.2/32", "dev", "lo")
 			ip("route", "add", "10.2.0.0/24", "dev", "tin", "src", "10.1.0.2")
+			if len(c.extra) == 1 {
+				// A dta collector process in the namespace holds the table.
+				cfg := filepath.Join(t.TempDir(), "col.yaml")
+				os.WriteFile(cfg, []byte(`
+collector:
+  prefault: false
+stores:
+  - {name: keywrite, id: 1, primitive: keywrite, default: true, slots: 1024, value_size: 4, redundancy: 2}
+  - {name: nat, id: 7, primitive: teatable, default: true, buckets: 64, cells: 4, key_size: 13, value_size: 6, scratchpad: 128}
+`), 0o644)
+				m, _ := startProcess(t, "ip", collectorReady, "netns", "exec", ns, buildDTA(t), "collector", "--config", cfg,
+					"--rdma", "127.0.0.1:0", "--http", "127.0.0.1:0")
+				c.extra = []string{"--collector", m[1]}
+			}
 			type result struct {
 				code      int
 				out, errs string
