@@ -138,6 +138,8 @@ type Trace struct {
 	Stats    netsim.Stats
 	// Formed says whether the anomaly took hold (a deadlock's loop closed).
 	Formed bool
+	// LoopAt is when a deadlock's loop first closed (0: never).
+	LoopAt time.Duration
 	// PFCAt is when a contention turned into PFC backpressure (0: never).
 	PFCAt time.Duration
 	// Flows is the scenario's flows (tuples and tags), to name them.
@@ -219,6 +221,9 @@ func Simulate(cfg SimConfig) (*Trace, error) {
 	}
 	tr.Stats = s.Run(sc.Duration)
 	tr.Formed = sc.Formed()
+	if at, ok := sc.LoopClosed(); ok {
+		tr.LoopAt = at
+	}
 	if at, ok := sc.ContentionPFC(); ok {
 		tr.PFCAt = at
 	}

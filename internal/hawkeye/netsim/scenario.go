@@ -154,6 +154,16 @@ func (sc *Scenario) Contenders() []FiveTuple {
 	return out
 }
 
+// LoopClosed returns, after a deadlock run, when every port of the loop was
+// first paused at once (the cyclic buffer dependency closed); ok is false
+// when it never did, or for the other kinds.
+func (sc *Scenario) LoopClosed() (at time.Duration, ok bool) {
+	if sc.loop == nil || !sc.loop.closed {
+		return 0, false
+	}
+	return sc.loop.closedAt, true
+}
+
 // loopWatch records when every port of a loop was first paused at once.
 type loopWatch struct {
 	ports    map[PortRef]int
