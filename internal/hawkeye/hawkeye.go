@@ -165,6 +165,8 @@ type SettingPolls struct {
 	Causal map[netsim.NodeID]bool
 	// Roots are the truth's root flows that had started by the trigger.
 	Roots []record.Tuple
+	// Crosses says the victim crosses the truth's initial port.
+	Crosses bool
 	// OffLoop says the victim crosses the truth's initial port but no port
 	// of its loop (deadlocks).
 	OffLoop bool
@@ -213,6 +215,9 @@ func Simulate(cfg SimConfig) (*Trace, error) {
 			sp.Trigger = &t
 			sp.Causal = causal(s, sc.Truth, t.Flow)
 			sp.OffLoop = offLoop(s, sc.Truth, t.Flow)
+			for _, p := range s.Path(t.Flow) {
+				sp.Crosses = sp.Crosses || p == sc.Truth.Initial
+			}
 			for _, rf := range sc.Truth.RootFlows {
 				if f := s.FlowByTuple(rf); f != nil && f.Start <= t.At {
 					sp.Roots = append(sp.Roots, record.Tuple(rf))
@@ -257,10 +262,12 @@ func (tr *Trace) TruthAt(t time.Duration) netsim.Truth {
 
 // Judgeable reports whether the trace's anomaly had taken hold when the
 // agent of setting st fired: false when it never fired, when the anomaly
-// never formed (Formed), and for a deadlock whose loop closed only after
-// the firing (until then it is PFC backpressure on its way to a deadlock,
-// which the telemetry may show either way). The runner leaves such traces
-// out, blind to the diagnosis.
+// never formed (Formed), for a deadlock whose loop closed only after the
+// firing (until then it is PFC backpressure on its way to a deadlock, which
+// the telemetry may show either way), and for a contention without PFC
+// when the agent fired for a flow that does not cross the contended port
+// (something else — background traffic's own congestion — slowed it). The
+// runner leaves such traces out, blind to the diagnosis.
 func (tr *Trace) Judgeable(st Setting) bool {
 	sp := tr.Polls[st]
 	if sp == nil || sp.Trigger == nil || !tr.Formed {
@@ -268,6 +275,9 @@ func (tr *Trace) Judgeable(st Setting) bool {
 	}
 	if tr.Truth.Kind == netsim.DeadlockIn || tr.Truth.Kind == netsim.DeadlockOut {
 		return tr.LoopAt != 0 && tr.LoopAt <= sp.Trigger.At
+	}
+	if tr.Truth.Kind == netsim.Contention && !sp.Crosses {
+		return tr.PFCAt != 0 && tr.PFCAt <= sp.Trigger.At
 	}
 	return true
 }
