@@ -160,7 +160,7 @@ func TestEvalPrintsTheFiguresFromASmallGrid(t *testing.T) {
 		t.Errorf("%d rows, want %d (kinds × settings × methods)", len(res.Rows), want)
 	}
 	for _, r := range res.Rows {
-		if r.TP+r.FP+r.FN != r.Traces || r.Traces+res.Unformed[r.Kind] != 2 {
+		if r.TP+r.FP+r.FN != r.Traces || r.Traces+r.Early+res.Unformed[r.Kind] != 2 {
 			t.Errorf("row %+v does not add up", r)
 		}
 	}

@@ -47,21 +47,24 @@ func Grid(epochBits []uint, thresholds []float64) []Setting {
 
 // Row aggregates one method's verdicts on one kind at one setting.
 type Row struct {
-	Kind    netsim.Kind `json:"kind"`
-	Epoch   string      `json:"epoch"`
-	Bits    uint        `json:"epoch_bits"`
-	Thresh  float64     `json:"threshold_pct"`
-	Method  Method      `json:"method"`
-	Traces  int         `json:"traces"`
-	TP      int         `json:"tp"`
-	FP      int         `json:"fp"`
-	FN      int         `json:"fn"`
-	Prec    float64     `json:"precision"` // TP/(TP+FP); 0 when nothing was reported
-	Recall  float64     `json:"recall"`    // TP/(TP+FN)
-	Switch  float64     `json:"switches"`  // mean switches polled per diagnosis
-	Bytes   float64     `json:"bytes"`     // mean telemetry bytes per diagnosis
-	Cover   float64     `json:"coverage"`  // mean share of causal switches polled
-	Packets float64     `json:"polling_packets"`
+	Kind   netsim.Kind `json:"kind"`
+	Epoch  string      `json:"epoch"`
+	Bits   uint        `json:"epoch_bits"`
+	Thresh float64     `json:"threshold_pct"`
+	Method Method      `json:"method"`
+	Traces int         `json:"traces"`
+	// Early counts the traces left out at this setting because the agent
+	// fired before the anomaly had taken hold (Trace.Judgeable).
+	Early   int     `json:"early,omitempty"`
+	TP      int     `json:"tp"`
+	FP      int     `json:"fp"`
+	FN      int     `json:"fn"`
+	Prec    float64 `json:"precision"` // TP/(TP+FP); 0 when nothing was reported
+	Recall  float64 `json:"recall"`    // TP/(TP+FN)
+	Switch  float64 `json:"switches"`  // mean switches polled per diagnosis
+	Bytes   float64 `json:"bytes"`     // mean telemetry bytes per diagnosis
+	Cover   float64 `json:"coverage"`  // mean share of causal switches polled
+	Packets float64 `json:"polling_packets"`
 	// Wrong counts the reasons of false positives.
 	Wrong map[string]int `json:"wrong,omitempty"`
 }
@@ -170,9 +173,13 @@ func Eval(ctx context.Context, s *Session, cfg EvalConfig) (*EvalResult, error) 
 			continue
 		}
 		for _, st := range cfg.Settings {
-			vs, err := s.Diagnose(ctx, tr, st, cfg.Methods)
-			if err != nil {
-				return nil, err
+			early := tr.Polls[st] != nil && tr.Polls[st].Trigger != nil && !tr.Judgeable(st)
+			var vs []Verdict
+			if !early {
+				var err error
+				if vs, err = s.Diagnose(ctx, tr, st, cfg.Methods); err != nil {
+					return nil, err
+				}
 			}
 			for _, m := range cfg.Methods {
 				k := rowKey{tr.Kind, st, m}
@@ -180,6 +187,10 @@ func Eval(ctx context.Context, s *Session, cfg EvalConfig) (*EvalResult, error) 
 				if r == nil {
 					r = &Row{Kind: tr.Kind, Epoch: (time.Duration(1) << st.EpochBits).String(), Bits: st.EpochBits, Thresh: st.Threshold, Method: m, Wrong: map[string]int{}}
 					acc[k] = r
+				}
+				if early {
+					r.Early++
+					continue
 				}
 				r.Traces++
 				var v *Verdict

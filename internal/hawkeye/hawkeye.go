@@ -138,6 +138,8 @@ type Trace struct {
 	Stats    netsim.Stats
 	// Formed says whether the anomaly took hold (a deadlock's loop closed).
 	Formed bool
+	// LoopAt is when a deadlock's loop first closed (0: never).
+	LoopAt time.Duration
 	// PFCAt is when a contention turned into PFC backpressure (0: never).
 	PFCAt time.Duration
 	// Flows is the scenario's flows (tuples and tags), to name them.
@@ -163,6 +165,11 @@ type SettingPolls struct {
 	Causal map[netsim.NodeID]bool
 	// Roots are the truth's root flows that had started by the trigger.
 	Roots []record.Tuple
+	// Crosses says the victim crosses the truth's initial port.
+	Crosses bool
+	// OffLoop says the victim crosses the truth's initial port but no port
+	// of its loop (deadlocks).
+	OffLoop bool
 	// Contenders are other flows crossing the initial port during the
 	// anomaly (netsim.Scenario.Contenders): naming them is not wrong.
 	Contenders []record.Tuple
@@ -207,6 +214,10 @@ func Simulate(cfg SimConfig) (*Trace, error) {
 		telemetry.NewAgent(s, telemetry.AgentConfig{Threshold: st.Threshold, After: sc.Truth.Start, Max: 1}, func(t telemetry.Trigger) {
 			sp.Trigger = &t
 			sp.Causal = causal(s, sc.Truth, t.Flow)
+			sp.OffLoop = offLoop(s, sc.Truth, t.Flow)
+			for _, p := range s.Path(t.Flow) {
+				sp.Crosses = sp.Crosses || p == sc.Truth.Initial
+			}
 			for _, rf := range sc.Truth.RootFlows {
 				if f := s.FlowByTuple(rf); f != nil && f.Start <= t.At {
 					sp.Roots = append(sp.Roots, record.Tuple(rf))
@@ -219,6 +230,9 @@ func Simulate(cfg SimConfig) (*Trace, error) {
 	}
 	tr.Stats = s.Run(sc.Duration)
 	tr.Formed = sc.Formed()
+	if at, ok := sc.LoopClosed(); ok {
+		tr.LoopAt = at
+	}
 	if at, ok := sc.ContentionPFC(); ok {
 		tr.PFCAt = at
 	}
@@ -244,6 +258,74 @@ func (tr *Trace) TruthAt(t time.Duration) netsim.Truth {
 		truth.Kind = netsim.Incast
 	}
 	return truth
+}
+
+// Judgeable reports whether the trace's anomaly had taken hold when the
+// agent of setting st fired: false when it never fired, when the anomaly
+// never formed (Formed), for a deadlock whose loop closed only after the
+// firing (until then it is PFC backpressure on its way to a deadlock, which
+// the telemetry may show either way), and for a contention without PFC
+// when the agent fired for a flow that does not cross the contended port
+// (something else — background traffic's own congestion — slowed it). The
+// runner leaves such traces out, blind to the diagnosis.
+func (tr *Trace) Judgeable(st Setting) bool {
+	sp := tr.Polls[st]
+	if sp == nil || sp.Trigger == nil || !tr.Formed {
+		return false
+	}
+	if tr.Truth.Kind == netsim.DeadlockIn || tr.Truth.Kind == netsim.DeadlockOut {
+		return tr.LoopAt != 0 && tr.LoopAt <= sp.Trigger.At
+	}
+	if tr.Truth.Kind == netsim.Contention && !sp.Crosses {
+		return tr.PFCAt != 0 && tr.PFCAt <= sp.Trigger.At
+	}
+	return true
+}
+
+// truthFor returns the truth a diagnosis from collection c is judged
+// against: as it stood when c read the switch of the initial port
+// (JudgedAt), and as the victim meets it — a deadlock initiated out of its
+// loop by a host, whose victim crosses the injecting host's port but no
+// port of the loop, is for that victim a PFC storm from that host (its PFC
+// path never reaches the loop, and HAWKEYE follows PFC downstream only).
+func (tr *Trace) truthFor(sp *SettingPolls, c *telemetry.Collection) netsim.Truth {
+	t := tr.TruthAt(tr.JudgedAt(c))
+	if t.Kind == netsim.DeadlockOut && sp.OffLoop {
+		t.Kind, t.Loop = netsim.Storm, nil
+	}
+	return t
+}
+
+// JudgedAt returns when c read the switch of the truth's initial port (when
+// it ended if it never did): the telemetry a diagnosis rests on shows the
+// anomaly as it stood then, not when the agent fired.
+func (tr *Trace) JudgedAt(c *telemetry.Collection) time.Duration {
+	for _, sn := range c.Snapshots {
+		if sn.Switch == tr.Truth.Initial.Node {
+			return sn.At
+		}
+	}
+	return c.Done
+}
+
+// offLoop reports whether the victim crosses t's initial port but no port
+// of its loop.
+func offLoop(s *netsim.Sim, t netsim.Truth, victim *netsim.Flow) bool {
+	if len(t.Loop) == 0 {
+		return false
+	}
+	loop := map[netsim.PortRef]bool{}
+	for _, p := range t.Loop {
+		loop[p] = true
+	}
+	initial := false
+	for _, p := range s.Path(victim) {
+		if loop[p] {
+			return false
+		}
+		initial = initial || p == t.Initial
+	}
+	return initial
 }
 
 // causal returns the switches a diagnosis of the victim needs.
@@ -306,7 +388,7 @@ func (s *Session) Diagnose(ctx context.Context, tr *Trace, st Setting, methods [
 		}
 		g := diagnose.Build(t, x.m.options())
 		d := diagnose.Analyze(g, diagnose.AnalyzeOptions{})
-		ok, why := Judge(tr.TruthAt(sp.Trigger.At), sp.Roots, sp.Contenders, d)
+		ok, why := Judge(tr.truthFor(sp, x.c), sp.Roots, sp.Contenders, d)
 		cov := 0
 		for sw := range sp.Causal {
 			if g.Switches[uint16(sw)] {

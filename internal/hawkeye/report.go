@@ -83,6 +83,16 @@ func (r *EvalResult) WriteTables(w io.Writer, settings []Setting) error {
 		if n := r.Unformed[k]; n > 0 {
 			fmt.Fprintf(w, "%s: %d of %d traces left out: the loop did not close after the injection (no deadlock, or one closed by background traffic before it)\n", k, n, r.Traces/len(r.kinds()))
 		}
+		early, polls := 0, 0
+		for _, x := range r.Rows {
+			if x.Kind == k && x.Method == MethodHawkeye {
+				early += x.Early
+				polls += x.Early + x.Traces
+			}
+		}
+		if early > 0 {
+			fmt.Fprintf(w, "%s: %d of %d (trace, setting) pairs left out: the agent fired before the anomaly took hold (a loop not closed yet; a flow off the contended port)\n", k, early, polls)
+		}
 	}
 	_, err := fmt.Fprintf(w, "%d traces, %d polls diagnosed, %d report bytes through DTA; simulator %.1f M events/s; %v\n",
 		r.Traces, r.Polls, r.ReportBytes, r.EventsPerSec/1e6, r.Wall.Round(time.Millisecond))

@@ -395,7 +395,15 @@ func (a *analysis) spreading(d *Diagnosis, t walkResult) *Diagnosis {
 	return d
 }
 
-// deadlock is DeadlockDiagnose on the first loop found.
+// deadlock is DeadlockDiagnose on the first loop found. A loop port with an
+// edge leaving the loop (out-degree above one, counting the light edges
+// MinEdge drops: the loop's own wait dwarfs the wait for the port that
+// started it) leads to a candidate initial port out of the loop. A candidate
+// paused by the device it faces (host PFC injection) is the initiator; one
+// with flow contention is when its contention outweighs that of every loop
+// port (a port out of the loop merely queueing what the deadlock lets
+// through is no initiator); otherwise the initiator is in the loop: the loop
+// port with the most contention.
 func (a *analysis) deadlock(d *Diagnosis) *Diagnosis {
 	loop := a.loops[0]
 	d.Loop = loop
@@ -404,49 +412,68 @@ func (a *analysis) deadlock(d *Diagnosis) *Diagnosis {
 	for _, p := range loop {
 		in[p] = true
 	}
-	// Initial node out of the loop: a loop port with an edge leaving it,
-	// followed to a terminal port.
-	for _, p := range loop {
-		for _, e := range a.g.Ports[p].Out {
-			if in[e.To] {
-				continue
-			}
-			if t, ok := a.exit(e.To, in, map[Port]bool{}, []Port{p}); ok {
-				d.Kind = DeadlockOut
-				a.fill(d, t.port)
-				d.Path = t.path
-				if cs := a.contributors(t.port, nil); len(cs) > 0 && !a.pausedByPeer(t.port) {
-					d.Cause, d.RootFlows = CauseContention, cs
-				} else {
-					d.Cause, d.RootHost = CauseInjection, d.InitialPeer
-				}
-				return d
-			}
-		}
-	}
-	// Initial node in the loop: the loop port with the most contention by
-	// flows other than the loop's own.
-	d.Kind, d.Cause = DeadlockIn, CauseContention
 	skip := map[record.Tuple]bool{}
 	for _, t := range d.LoopFlows {
 		skip[t] = true
 	}
+	// Initial node in the loop: the loop port with the most contention.
 	best, bestW := loop[0], -1.0
 	for _, p := range loop {
-		var w float64
-		for _, c := range a.contributors(p, skip) {
-			w += c.Weight
-		}
-		if w > bestW {
+		if w := a.contention(p, nil); w > bestW {
 			best, bestW = p, w
 		}
 	}
+	// Initial node out of the loop.
+	var host, cont *walkResult
+	var hostPaused uint64
+	contW := 0.0
+	for _, p := range loop {
+		for _, e := range a.g.Ports[p].All {
+			if in[e.To] {
+				continue
+			}
+			t, ok := a.exit(e.To, in, map[Port]bool{}, []Port{p})
+			if !ok {
+				continue
+			}
+			if a.pausedByPeer(t.port) {
+				if n := a.g.Ports[t.port]; host == nil || n.Paused > hostPaused {
+					host, hostPaused = &t, n.Paused
+				}
+			} else if w := a.contention(t.port, nil); w > contW {
+				cont, contW = &t, w
+			}
+		}
+	}
+	switch {
+	case host != nil:
+		d.Kind, d.Cause = DeadlockOut, CauseInjection
+		a.fill(d, host.port)
+		d.Path, d.RootHost = host.path, d.InitialPeer
+		return d
+	case cont != nil && contW > bestW:
+		d.Kind, d.Cause = DeadlockOut, CauseContention
+		a.fill(d, cont.port)
+		d.Path, d.RootFlows = cont.path, a.contributors(cont.port, nil)
+		return d
+	}
+	d.Kind, d.Cause = DeadlockIn, CauseContention
 	a.fill(d, best)
 	d.RootFlows = a.contributors(best, skip)
 	if len(d.RootFlows) == 0 {
 		d.RootFlows = a.contributors(best, nil)
 	}
 	return d
+}
+
+// contention returns the sum of p's root-cause contributions (flows in
+// skip left out).
+func (a *analysis) contention(p Port, skip map[record.Tuple]bool) float64 {
+	var w float64
+	for _, c := range a.contributors(p, skip) {
+		w += c.Weight
+	}
+	return w
 }
 
 // loopFlows returns the flows seen at two or more ports of loop.

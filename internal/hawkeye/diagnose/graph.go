@@ -34,6 +34,10 @@ type PortNode struct {
 	Stub bool
 	// Out are the port-level edges p_i → p_j: p_i waits for p_j.
 	Out []Edge
+	// All are the port-level edges before Options.MinEdge dropped the
+	// light ones, heaviest first: a deadlock's loop port may wait, lightly,
+	// for a port out of the loop that holds the initial congestion.
+	All []Edge
 	// Flows are the port→flow edges: each flow's contribution to the
 	// port's queue (positive: a contributor, negative: a victim).
 	Flows map[record.Tuple]float64
@@ -220,6 +224,8 @@ func Build(t *Telemetry, opt Options) *Graph {
 			for _, e := range n.Out {
 				top = math.Max(top, e.Weight)
 			}
+			sort.Slice(n.Out, func(i, j int) bool { return n.Out[i].Weight > n.Out[j].Weight })
+			n.All = append([]Edge(nil), n.Out...)
 			kept := n.Out[:0]
 			for _, e := range n.Out {
 				if e.Weight >= opt.MinEdge*top {
@@ -227,7 +233,6 @@ func Build(t *Telemetry, opt Options) *Graph {
 				}
 			}
 			n.Out = kept
-			sort.Slice(n.Out, func(i, j int) bool { return n.Out[i].Weight > n.Out[j].Weight })
 		}
 	}
 	if opt.NoFlows {

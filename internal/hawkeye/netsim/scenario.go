@@ -154,6 +154,16 @@ func (sc *Scenario) Contenders() []FiveTuple {
 	return out
 }
 
+// LoopClosed returns, after a deadlock run, when every port of the loop was
+// first paused at once (the cyclic buffer dependency closed); ok is false
+// when it never did, or for the other kinds.
+func (sc *Scenario) LoopClosed() (at time.Duration, ok bool) {
+	if sc.loop == nil || !sc.loop.closed {
+		return 0, false
+	}
+	return sc.loop.closedAt, true
+}
+
 // loopWatch records when every port of a loop was first paused at once.
 type loopWatch struct {
 	ports    map[PortRef]int
@@ -296,14 +306,17 @@ func (b *builder) otherPod(not ...int) int {
 // incast: a group of eight hosts off the receiver's edge switch send
 // 100–400 KB each at line rate to one host, synchronized within 1 µs; all
 // of them pass through the receiver's link, where they meet (ECMP spreads
-// them over the aggregation switches on the way). A 20 Gbps flow to the
-// receiver's neighbour shares the aggregation switches' queues toward the
-// edge.
+// them over the aggregation switches on the way; when it sends them all
+// through one, they meet at its port toward the edge, and the receiver's
+// link, fed by that one link, never queues: see meet). A 20 Gbps flow to
+// the receiver's neighbour shares the aggregation switches' queues toward
+// the edge.
 func (b *builder) incast() error {
 	t := b.tree
 	p, e, i := b.r.IntN(4), b.r.IntN(2), b.r.IntN(2)
 	dst := t.host(p, e, i)
 	var cand []NodeID
+	var paths [][]PortRef
 	for _, h := range b.s.topo.Hosts() {
 		if h/2 != dst/2 { // not on the receiver's edge
 			cand = append(cand, h)
@@ -316,14 +329,36 @@ func (b *builder) incast() error {
 			return err
 		}
 		b.t.RootFlows = append(b.t.RootFlows, f.Tuple)
+		paths = append(paths, b.s.Path(f))
 	}
 	if _, err := b.flow(Flow{Src: t.host(b.otherPod(p), b.r.IntN(2), b.r.IntN(2)), Dst: t.host(p, e, 1-i),
 		Start: b.ta - b.us(300, 500), MaxGbps: 20, Tag: "victim"}); err != nil {
 		return err
 	}
-	b.t.Initial = PortRef{t.edge(p, e), i}
+	b.t.Initial = meet(paths)
 	b.t.End = b.ta + 40*time.Microsecond
 	return nil
+}
+
+// meet returns the port where flows of the same line rate ending at the same
+// port first queue: walking back from that last port, the first one the
+// flows reach by two or more links (a port fed by one link of its own rate
+// does not queue).
+func meet(paths [][]PortRef) PortRef {
+	for back := 1; ; back++ {
+		p := paths[0][len(paths[0])-back]
+		var prev *PortRef
+		for _, path := range paths {
+			if len(path) <= back {
+				return p // a flow enters here from its host
+			}
+			q := path[len(path)-back-1]
+			if prev != nil && q != *prev {
+				return p
+			}
+			prev = &q
+		}
+	}
 }
 
 // storm: a host injects PAUSE frames for 400–800 µs while three hosts of

@@ -1,0 +1,42 @@
+package hawkeye_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/dta-go/dta/internal/hawkeye"
+	"github.com/dta-go/dta/internal/hawkeye/netsim"
+)
+
+// Seeds 9001..9020 are used by no other test, the documented runs or eval's
+// defaults. Every trace the runner judges must be diagnosed right; it leaves
+// out, blind to the diagnosis, those where the anomaly had not taken hold
+// when the agent fired (Trace.Judgeable: the agent never fired, or a
+// deadlock's loop had not closed yet).
+func TestEveryJudgeableTraceOfUnusedSeedsIsDiagnosedRight(t *testing.T) {
+	s, _ := startDTA(t)
+	ctx := context.Background()
+	for _, k := range netsim.Kinds {
+		t.Run(string(k), func(t *testing.T) {
+			judged := 0
+			for seed := uint64(9001); seed <= 9020; seed++ {
+				st := hawkeye.Setting{EpochBits: hawkeye.DefaultRunEpochBits, Threshold: hawkeye.DefaultThreshold(k)}
+				res, err := hawkeye.Run(ctx, s, hawkeye.RunConfig{Kind: k, Seed: seed, Setting: st})
+				if res != nil && !res.Trace.Judgeable(st) {
+					continue
+				}
+				if err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
+				judged++
+				if v := res.Verdicts[0]; !v.Correct {
+					t.Errorf("seed %d: %s: %s", seed, v.Diagnosis, v.Why)
+				}
+			}
+			if judged < 8 {
+				t.Errorf("only %d of 20 traces judgeable", judged)
+			}
+			t.Logf("%d of 20 traces judged", judged)
+		})
+	}
+}
