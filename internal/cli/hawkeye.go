@@ -303,7 +303,12 @@ func printHawkeyeRun(w io.Writer, res *hawkeye.RunResult, base string) {
 	fmt.Fprintf(w, "  %d packets delivered, %d PFC frames, %d injected PAUSE frames, %d ECN marks, %d drops\n",
 		st.Packets, st.PFCFrames, st.Injected, st.ECNMarks, st.Drops)
 	sp := tr.Polls[res.Setting]
+	// The truth the verdict judges: as it stood when the poll read the
+	// initial port's switch, as the victim meets it.
 	t := tr.TruthAt(sp.Trigger.At)
+	if c := sp.Collections[telemetry.Hawkeye]; c != nil {
+		t = tr.TruthFor(sp, c)
+	}
 	fmt.Fprintf(w, "truth:     %s at %s from %v", t.Kind, topo.PortName(t.Initial), t.Start)
 	if t.Kind != tr.Truth.Kind {
 		fmt.Fprintf(w, " (injected as %s; PFC from %v)", tr.Truth.Kind, tr.PFCAt)
@@ -416,7 +421,12 @@ func writeHawkeyeJSON(w io.Writer, res *hawkeye.RunResult) error {
 	var out hawkeyeJSON
 	out.Scenario, out.Seed = string(tr.Kind), tr.Seed
 	sp := tr.Polls[res.Setting]
+	// The truth the verdict judges: as it stood when the poll read the
+	// initial port's switch, as the victim meets it.
 	t := tr.TruthAt(sp.Trigger.At)
+	if c := sp.Collections[telemetry.Hawkeye]; c != nil {
+		t = tr.TruthFor(sp, c)
+	}
 	out.Truth = hawkeyeTruthJSON{Kind: string(t.Kind), Initial: topo.PortName(t.Initial), StartNs: int64(t.Start)}
 	for _, f := range t.RootFlows {
 		out.Truth.RootFlows = append(out.Truth.RootFlows, f.String())
