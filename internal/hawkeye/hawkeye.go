@@ -298,7 +298,9 @@ func (tr *Trace) truthFor(sp *SettingPolls, c *telemetry.Collection) netsim.Trut
 
 // TruthFor is the truth a diagnosis from collection c of setting sp is
 // judged against (see truthFor): what `dta hawkeye sim` prints beside it.
-func (tr *Trace) TruthFor(sp *SettingPolls, c *telemetry.Collection) netsim.Truth { return tr.truthFor(sp, c) }
+func (tr *Trace) TruthFor(sp *SettingPolls, c *telemetry.Collection) netsim.Truth {
+	return tr.truthFor(sp, c)
+}
 
 // JudgedAt returns when c read the switch of the truth's initial port (when
 // it ended if it never did): the telemetry a diagnosis rests on shows the
