@@ -353,9 +353,16 @@ func printHawkeyeRun(w io.Writer, res *hawkeye.RunResult, base string) {
 		for _, f := range d.LoopFlows {
 			fmt.Fprintf(w, "  loop flow: %s\n", flowName(f))
 		}
-		if v.Correct {
+		switch {
+		case !tr.Judgeable(res.Setting):
+			// Left out of the evaluation by the runner's blind rules
+			// (hawkeye.Trace.Judgeable): the agent never fired, the anomaly
+			// never formed, a deadlock's loop closed only after the firing, or
+			// a contention's victim never crossed the contended port.
+			fmt.Fprintf(w, "  verdict:   not judged (%s; the diagnosis would be %s)\n", hawkeyeWhyNotJudged(tr, res.Setting), rightOrWrong(v.Correct))
+		case v.Correct:
 			fmt.Fprintf(w, "  verdict:   right\n")
-		} else {
+		default:
 			fmt.Fprintf(w, "  verdict:   wrong: %s\n", v.Why)
 		}
 	}
@@ -410,6 +417,7 @@ type hawkeyeVerdictOut struct {
 	RootHost  string         `json:"root_host,omitempty"`
 	LoopFlows []string       `json:"loop_flows,omitempty"`
 	Correct   bool           `json:"correct"`
+	Judged    bool           `json:"judged"` // false: left out by the runner's rules (hawkeye.Trace.Judgeable)
 	Why       string         `json:"why,omitempty"`
 	Cost      telemetry.Cost `json:"cost"`
 }
@@ -453,7 +461,7 @@ func writeHawkeyeJSON(w io.Writer, res *hawkeye.RunResult) error {
 	for _, v := range res.Verdicts {
 		d := v.Diagnosis
 		o := hawkeyeVerdictOut{Method: string(v.Method), Poll: v.Poll, Kind: string(d.Kind), Cause: d.Cause, Path: ports(d.Path),
-			Loop: ports(d.Loop), Correct: v.Correct, Why: v.Why, Cost: v.Cost}
+			Loop: ports(d.Loop), Correct: v.Correct, Judged: res.Trace.Judgeable(res.Setting), Why: v.Why, Cost: v.Cost}
 		if d.Kind != diagnose.None {
 			o.Initial = hawkeye.PortName(names, d.Initial.Switch, d.Initial.Port)
 		}
@@ -684,4 +692,26 @@ func runHawkeyeEval(cmd *cobra.Command, o *hawkeyeEvalOptions) error {
 		}{settings, res, "dta hawkeye eval --traces " + strconv.Itoa(o.traces)})
 	}
 	return res.WriteTables(cmd.OutOrStdout(), settings)
+}
+
+// rightOrWrong names a verdict.
+func rightOrWrong(ok bool) string {
+	if ok {
+		return "right"
+	}
+	return "wrong"
+}
+
+// hawkeyeWhyNotJudged says which of the runner's rules leaves the trace out.
+func hawkeyeWhyNotJudged(tr *hawkeye.Trace, st hawkeye.Setting) string {
+	sp := tr.Polls[st]
+	switch {
+	case sp == nil || sp.Trigger == nil:
+		return "the agent never fired"
+	case !tr.Formed:
+		return "the anomaly never formed"
+	case tr.Truth.Loop != nil:
+		return "the deadlock's loop closed only after the agent fired"
+	}
+	return "the victim does not cross the contended port"
 }

@@ -32,11 +32,16 @@ func TestHawkeyeSimPrintsTheDiagnosisBesideTheTruth(t *testing.T) {
 		t.Fatalf("output %+v", got)
 	}
 	h := got.Diagnoses[0]
-	if h.Method != "hawkeye" || !h.Correct || h.Kind != "deadlock-in" || h.Initial != got.Truth.Initial || len(h.Loop) != 4 || len(h.RootFlows) == 0 {
+	if h.Method != "hawkeye" || !h.Correct || !h.Judged || h.Kind != "deadlock-in" || h.Initial != got.Truth.Initial || len(h.Loop) != 4 || len(h.RootFlows) == 0 {
 		t.Errorf("HAWKEYE's diagnosis %+v, want the truth %+v", h, got.Truth)
 	}
 	if got.Sim.EventsPerSec <= 0 || got.Sim.Events == 0 {
 		t.Errorf("simulator speed not reported: %+v", got.Sim)
+	}
+	// A trace the runner's rules leave out says so rather than right or wrong.
+	code, out, _ = runHawkeye(t, "sim", "--scenario", "contention", "--seed", "47")
+	if code != 0 || !strings.Contains(out, "verdict:   not judged (the victim does not cross the contended port") {
+		t.Errorf("a left-out trace's verdict:\n%s", out)
 	}
 	code, out, errs = runHawkeye(t, "sim", "--scenario", "storm", "--seed", "7004")
 	if code != 0 || !strings.Contains(out, "diagnosis: storm: host PFC injection") || !strings.Contains(out, "verdict:   right") ||
