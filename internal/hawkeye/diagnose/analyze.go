@@ -144,6 +144,9 @@ func Analyze(g *Graph, opt AnalyzeOptions) *Diagnosis {
 			a.walk(p, nil)
 		}
 	}
+	if len(a.loops) == 0 && len(a.terminals) > 0 {
+		a.closeLoops(vports)
+	}
 	if len(a.loops) > 0 {
 		return a.deadlock(d)
 	}
@@ -188,6 +191,7 @@ type analysis struct {
 	start     int
 	vports    []Port
 	victim    *FlowNode
+	light     bool // walk every edge (All), for loops only
 }
 
 // victimPath returns the ports the victim crossed, in path order (each
@@ -243,7 +247,17 @@ func (a *analysis) walk(p Port, path []Port) {
 	}
 	path = append(path, p)
 	n := a.g.Ports[p]
-	if n == nil || len(n.Out) == 0 {
+	var edges []Edge
+	if n != nil {
+		edges = n.Out
+		if a.light {
+			edges = n.All
+		}
+	}
+	if len(edges) == 0 {
+		if a.light {
+			return
+		}
 		a.terminals = append(a.terminals, walkResult{p, append([]Port(nil), path...), a.start})
 		return
 	}
@@ -254,10 +268,24 @@ func (a *analysis) walk(p Port, path []Port) {
 		return
 	}
 	a.visited[p] = true
-	for _, e := range n.Out {
+	for _, e := range edges {
 		a.walk(e.To, path)
 	}
 	delete(a.visited, p)
+}
+
+// closeLoops walks again from the victim's paused ports vports, along every
+// port-level edge, the light ones MinEdge dropped included, for loops only:
+// a deadlock's loop may just have closed, one of its edges still light
+// beside the heavy wait the PFC path followed out of it.
+func (a *analysis) closeLoops(vports []Port) {
+	a.light = true
+	defer func() { a.light = false }()
+	for _, p := range vports {
+		if a.victim == nil || a.victim.PausedAt[p] > 0 {
+			a.walk(p, nil)
+		}
+	}
 }
 
 // heaviest returns, among the terminals found from the most downstream

@@ -274,8 +274,11 @@ func (t *Telemetry) VictimPaused(now time.Duration, sw netsim.NodeID, tuple nets
 }
 
 // Causal returns the egress ports of switch sw that are paused (paused
-// packets in a live epoch) and received traffic from ingress in (the
-// meter): where a polling packet of flag 1* that came in by in goes next.
+// packets or PAUSE frames received in a live epoch: a port paused after
+// its queue filled enqueues nothing more from a paused ingress, but the
+// PAUSE it received shows its downstream holds it) and received traffic
+// from ingress in (the meter): where a polling packet of flag 1* that came
+// in by in goes next.
 func (t *Telemetry) Causal(now time.Duration, sw netsim.NodeID, in int) []int {
 	st := t.sw[sw]
 	n := int64(now) >> t.cfg.EpochBits
@@ -290,7 +293,7 @@ func (t *Telemetry) Causal(now time.Duration, sw netsim.NodeID, in int) []int {
 			ep := &st.epochs[i]
 			if t.live(ep, n) {
 				meter += ep.meter[in*st.ports+j]
-				paused += ep.ports[j].paused
+				paused += ep.ports[j].paused + ep.ports[j].pauseRx
 			}
 		}
 		if meter > 0 && paused > 0 {
