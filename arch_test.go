@@ -23,7 +23,7 @@ func TestLayering(t *testing.T) {
 		{pkg: "hashing", stdOnly: true},
 		{pkg: "internal/memop", stdOnly: true},
 		{pkg: "partition", stdOnly: true},
-		{pkg: "sketch", stdOnly: true},
+		{pkg: "sketch", stdOnly: true, also: []string{"hashing"}},
 		{pkg: "wire/intreport", stdOnly: true},
 		{pkg: "internal/intmap", deny: []string{"net", "os", "flag", "log/slog", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus", mod + "internal/translator"}},
 		{pkg: "wire/roce", stdOnly: true},

@@ -205,6 +205,14 @@ func tailLE(p []byte) uint64 {
 	return 0
 }
 
+// Mix64 is the multiplicative 64-bit key hash the crc32c family's slot
+// hashes start from (mix64), for other layouts that need one (the
+// Sketch-Merge hash contract, package sketch). Pinned by the same vectors.
+func Mix64(key []byte) uint64 { return mix64(key) }
+
+// Fmix64 is the MurmurHash3 64-bit finaliser the slot hashes end with.
+func Fmix64(h uint64) uint64 { return fmix64(h) }
+
 // fmix64 is the MurmurHash3 64-bit finaliser (an avalanching bijection).
 func fmix64(h uint64) uint64 {
 	h ^= h >> 33

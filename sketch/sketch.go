@@ -20,6 +20,8 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+
+	"github.com/dta-go/dta/hashing"
 )
 
 // Kind is the sketch's estimator.
@@ -92,30 +94,10 @@ func (g Geometry) Counters() uint64 { return uint64(g.Rows) * g.Columns }
 // Keyed holds one key's hash, computed once for every row.
 type Keyed struct{ seed uint64 }
 
-// Key hashes key: a multiplicative 64-bit hash of its 8-byte little-endian
-// words and tail, finished with the 64-bit finalizer of MurmurHash3.
-func Key(key []byte) Keyed {
-	const m = 0xC6A4A7935BD1E995
-	h := uint64(len(key)) * m
-	for len(key) >= 8 {
-		k := binary.LittleEndian.Uint64(key)
-		k *= m
-		k ^= k >> 47
-		k *= m
-		h ^= k
-		h *= m
-		key = key[8:]
-	}
-	if len(key) > 0 {
-		var t uint64
-		for i := len(key) - 1; i >= 0; i-- {
-			t = t<<8 | uint64(key[i])
-		}
-		h ^= t
-		h *= m
-	}
-	return Keyed{seed: fmix64(h)}
-}
+// Key hashes key: the crc32c family's multiplicative 64-bit key hash
+// (hashing.Mix64: its 8-byte little-endian words and tail multiplied in,
+// finished with MurmurHash3's 64-bit finalizer).
+func Key(key []byte) Keyed { return Keyed{seed: hashing.Mix64(key)} }
 
 // Key32 is Key of the 4 big-endian bytes of k (a 32-bit key as it travels).
 func Key32(k uint32) Keyed {
@@ -125,7 +107,7 @@ func Key32(k uint32) Keyed {
 }
 
 // row is the 64-bit hash of row r.
-func (k Keyed) row(r int) uint64 { return fmix64(k.seed + uint64(r+1)*0x9E3779B97F4A7C15) }
+func (k Keyed) row(r int) uint64 { return hashing.Fmix64(k.seed + uint64(r+1)*0x9E3779B97F4A7C15) }
 
 // Column is the key's counter in row r of a row of columns counters: the
 // high 32 bits of the row hash reduced with a multiply-shift (uniform for any
@@ -139,15 +121,6 @@ func (k Keyed) Column(r int, columns uint64) uint64 {
 // bit, independent of the column bits. Count-min ignores it.
 func (k Keyed) Sign(r int) int64 {
 	return 1 - 2*int64(k.row(r)&1)
-}
-
-func fmix64(h uint64) uint64 {
-	h ^= h >> 33
-	h *= 0xFF51AFD7ED558CCD
-	h ^= h >> 33
-	h *= 0xC4CEB9FE1A85EC53
-	h ^= h >> 33
-	return h
 }
 
 // Sketch is the local form a reporter updates: Rows × Columns counters.
