@@ -5,10 +5,8 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/dta-go/dta/internal/admit"
 	"github.com/dta-go/dta/internal/config"
 	"github.com/dta-go/dta/internal/fanout"
-	"github.com/dta-go/dta/internal/ingest"
 	"github.com/dta-go/dta/internal/metrics"
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/internal/translator"
@@ -36,20 +34,7 @@ func newFanoutStack(f *config.File, targets []config.Target, ups []*uplink.Uplin
 	if err != nil {
 		return nil, err
 	}
-	pol, err := f.SourcePolicy()
-	if err != nil {
-		return nil, err
-	}
-	gate, err := admit.NewGate(pol, f.Translator.SourceTable)
-	if err != nil {
-		return nil, fmt.Errorf("translator.source_table: %w", err)
-	}
-	ic := f.IngestConfig()
-	ic.Gate = gate
-	if ic.INT, err = f.INTIngest(descs); err != nil {
-		return nil, err
-	}
-	in, err := ingest.NewBackend(ic, router, logger)
+	in, gate, err := newIngest(f, descs, router, logger)
 	if err != nil {
 		return nil, err
 	}

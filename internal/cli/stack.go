@@ -48,24 +48,34 @@ func newTranslatorStack(f *config.File, descs []store.Descriptor, sink memop.Sin
 	if err != nil {
 		return nil, err
 	}
-	pol, err := f.SourcePolicy()
-	if err != nil {
-		return nil, err
-	}
-	gate, err := admit.NewGate(pol, f.Translator.SourceTable)
-	if err != nil {
-		return nil, fmt.Errorf("translator.source_table: %w", err)
-	}
-	ic := f.IngestConfig()
-	ic.Gate = gate
-	if ic.INT, err = f.INTIngest(descs); err != nil {
-		return nil, err
-	}
-	in, err := ingest.New(ic, tr, logger)
+	in, gate, err := newIngest(f, descs, ingest.Single(tr), logger)
 	if err != nil {
 		return nil, err
 	}
 	return &translatorStack{tr: tr, in: in, gate: gate}, nil
+}
+
+// newIngest binds the report sockets (and the INT ones, if configured) in
+// front of backend, behind the source allowlist and rate limits.
+func newIngest(f *config.File, descs []store.Descriptor, backend ingest.Backend, logger *slog.Logger) (*ingest.Ingest, *admit.Gate, error) {
+	pol, err := f.SourcePolicy()
+	if err != nil {
+		return nil, nil, err
+	}
+	gate, err := admit.NewGate(pol, f.Translator.SourceTable)
+	if err != nil {
+		return nil, nil, fmt.Errorf("translator.source_table: %w", err)
+	}
+	ic := f.IngestConfig()
+	ic.Gate = gate
+	if ic.INT, err = f.INTIngest(descs); err != nil {
+		return nil, nil, err
+	}
+	in, err := ingest.NewBackend(ic, backend, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	return in, gate, nil
 }
 
 // metrics returns the translator's Prometheus collector.
