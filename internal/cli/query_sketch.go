@@ -42,9 +42,18 @@ the true count; count-sketch: the median of sign × counter).`,
 			if err := queryKeys(keys); err != nil {
 				return err
 			}
+			estimate := func(k string) (client.SketchEstimate, error) { return c.SketchEstimate(cmd.Context(), store, k, epoch) }
+			if o.several() {
+				// Add the collectors' sketches up once, not once per key.
+				m, err := c.SketchCounters(cmd.Context(), store, epoch)
+				if err != nil {
+					return o.fail(err)
+				}
+				estimate = m.Estimate
+			}
 			var res []client.SketchEstimate
 			for _, k := range keys {
-				r, err := c.SketchEstimate(cmd.Context(), store, k, epoch)
+				r, err := estimate(k)
 				if err != nil {
 					return o.fail(err)
 				}
