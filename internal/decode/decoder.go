@@ -69,8 +69,8 @@ func (d *Decoder) rocePort() uint16 {
 
 // Packet is one decoded datagram: exactly one of DTA and RoCE is set.
 type Packet struct {
-	DTA  *Datagram // a DTA report datagram or ACK/NACK
-	RoCE *RoCE     // a RoCEv2 packet
+	DTA  *Datagram `json:"dta,omitempty"`  // a DTA report datagram or ACK/NACK
+	RoCE *RoCE     `json:"roce,omitempty"` // a RoCEv2 packet
 }
 
 // Text is the packet as dta decode prints it: one line for the datagram,
