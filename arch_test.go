@@ -31,6 +31,10 @@ func TestLayering(t *testing.T) {
 		// The RoCEv2 requester is public (DART reporters write without a
 		// translator): the standard library and the codec only.
 		{pkg: "rdma/sock", stdOnly: true, also: []string{"wire/roce"}},
+		// dta decode's decoding and describing: the codecs and the standard
+		// library only (it never sends, writes memory or defines flags).
+		{pkg: "internal/decode", stdOnly: true, also: []string{"wire/dta", "wire/roce"}, deny: []string{"net", "net/http", "os", "flag"}},
+		{pkg: "internal/decode/decodetest", stdOnly: true, also: []string{"wire/roce"}},
 		{pkg: "rdma/requester", stdOnly: true, also: []string{"wire/roce", "rdma/sock"}},
 		{pkg: "internal/admit", stdOnly: true},
 		{pkg: "internal/httpguard", deny: []string{mod + "internal/query", mod + "internal/store", mod + "internal/config", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus"}},

@@ -2,22 +2,22 @@ package cli
 
 import (
 	"bufio"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dta-go/dta/internal/decode"
 	"github.com/dta-go/dta/wire/dta"
 	"github.com/dta-go/dta/wire/roce"
 )
+
+// dta decode: flags, input and printing. Decoding and describing DTA and
+// RoCEv2 packets is internal/decode's job.
 
 type decodeOptions struct {
 	pcap     string
@@ -89,7 +89,7 @@ has a bad ICRC.`,
 			if o.ip && !o.roce {
 				return usageError("--ip: give --roce too (--roce --ip reads whole IP packets carrying RoCEv2)")
 			}
-			p := &decodePrinter{w: cmd.OutOrStdout(), json: o.output == "json", dec: dta.Decoder{Legacy: o.legacy}, hexRoCE: o.roce, hexIP: o.ip}
+			p := &decodePrinter{w: cmd.OutOrStdout(), json: o.output == "json", dec: decode.Decoder{Legacy: o.legacy, Port: o.port, RoCEPort: o.rocePort}, hexRoCE: o.roce, hexIP: o.ip}
 			var err error
 			switch {
 			case o.pcap != "" && len(args) > 0:
@@ -100,11 +100,11 @@ has a bad ICRC.`,
 				err = decodeCapture(cmd, o, p)
 			case len(args) > 0:
 				for i, a := range args {
-					b, herr := decodeHex(a)
+					b, herr := decode.ParseHex(a)
 					if herr != nil {
 						return usageError("argument %d: %v", i+1, herr)
 					}
-					if err = p.hexDatagram(decodeMeta{index: i + 1}, b); err != nil {
+					if err = p.hexDatagram(i+1, b); err != nil {
 						break
 					}
 				}
@@ -129,26 +129,6 @@ has a bad ICRC.`,
 	return cmd
 }
 
-// decodeHex parses one datagram written in hex.
-func decodeHex(s string) ([]byte, error) {
-	s = strings.Map(func(r rune) rune {
-		switch r {
-		case ' ', '\t', ':', '\r':
-			return -1
-		}
-		return r
-	}, s)
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
-	if s == "" {
-		return nil, errors.New("no hex digits")
-	}
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		return nil, fmt.Errorf("bad hex: %w", err)
-	}
-	return b, nil
-}
-
 // decodeHexLines decodes one hex datagram per line of r.
 func decodeHexLines(r io.Reader, p *decodePrinter) error {
 	sc := bufio.NewScanner(r)
@@ -163,12 +143,12 @@ func decodeHexLines(r io.Reader, p *decodePrinter) error {
 		if strings.TrimSpace(s) == "" {
 			continue
 		}
-		b, err := decodeHex(s)
+		b, err := decode.ParseHex(s)
 		if err != nil {
 			return fmt.Errorf("stdin line %d: %w", line, err)
 		}
 		index++
-		if err := p.hexDatagram(decodeMeta{index: index}, b); err != nil {
+		if err := p.hexDatagram(index, b); err != nil {
 			return err
 		}
 	}
@@ -181,7 +161,7 @@ func decodeHexLines(r io.Reader, p *decodePrinter) error {
 	return nil
 }
 
-// decodeCapture decodes the DTA datagrams of a capture file.
+// decodeCapture decodes the DTA and RoCEv2 datagrams of a capture file.
 func decodeCapture(cmd *cobra.Command, o *decodeOptions, p *decodePrinter) error {
 	var in io.Reader = cmd.InOrStdin()
 	if o.pcap != "-" {
@@ -193,9 +173,12 @@ func decodeCapture(cmd *cobra.Command, o *decodeOptions, p *decodePrinter) error
 		in = f
 	}
 	packets := 0
-	err := readCapture(in, func(pkt capturePacket) error {
+	err := decode.ReadCapture(in, func(f decode.Frame) error {
 		packets++
-		return p.capture(o, packets, pkt)
+		if pkt, ok := p.dec.Frame(packets, f); ok {
+			return p.print(pkt)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.pcap, err)
@@ -206,36 +189,51 @@ func decodeCapture(cmd *cobra.Command, o *decodeOptions, p *decodePrinter) error
 	return nil
 }
 
-// capture decodes packet number index of a capture if it is a DTA report
-// (to --port), a RoCEv2 packet (to or from --roce-port) or a DTA ACK/NACK
-// (to port 40044, or 2 bytes from --port), in that order of precedence.
-func (p *decodePrinter) capture(o *decodeOptions, index int, pkt capturePacket) error {
-	u, ok := captureUDP(pkt.link, pkt.data)
-	if !ok {
-		return nil
-	}
-	m := decodeMeta{index: index, time: pkt.time, src: u.src.String(), dst: u.dst.String(), note: u.note}
-	switch {
-	case u.dst.Port() == o.port:
-		return p.datagram(m, u.payload)
-	case u.dst.Port() == o.rocePort || u.src.Port() == o.rocePort:
-		return p.roce(m, u.payload, u.ip)
-	case u.dst.Port() == dta.AckPort || (u.src.Port() == o.port && len(u.payload) == dta.AckLen):
-		m.ack = true
-		return p.datagram(m, u.payload)
-	}
-	return nil
+// decodePrinter prints decoded datagrams as text or JSON lines, and counts
+// them for the verdict.
+type decodePrinter struct {
+	w       io.Writer
+	json    bool
+	dec     decode.Decoder
+	hexRoCE bool // hex input is RoCEv2 (UDP payloads)
+	hexIP   bool // hex input is RoCEv2 in whole IP datagrams
+	count   int  // datagrams printed
+	failed  int  // datagrams with a decoding error
+	badICRC int  // RoCEv2 packets whose ICRC does not match
 }
 
-// hexDatagram decodes a datagram given in hex: DTA, or RoCEv2 with --roce.
-func (p *decodePrinter) hexDatagram(m decodeMeta, b []byte) error {
+// hexDatagram decodes datagram number index given in hex: DTA, or RoCEv2
+// with --roce.
+func (p *decodePrinter) hexDatagram(index int, b []byte) error {
+	m := decode.Meta{Index: index}
 	switch {
 	case p.hexIP:
-		return p.roceIP(m, b)
+		return p.print(decode.Packet{RoCE: decode.DecodeRoCEIP(m, b)})
 	case p.hexRoCE:
-		return p.roce(m, b, nil)
+		return p.print(decode.Packet{RoCE: decode.DecodeRoCE(m, b, nil)})
 	}
-	return p.datagram(m, b)
+	return p.print(decode.Packet{DTA: p.dec.DTA(m, b)})
+}
+
+// print counts and prints a decoded datagram.
+func (p *decodePrinter) print(pkt decode.Packet) error {
+	p.count++
+	if pkt.Failed() {
+		p.failed++
+	}
+	if pkt.BadICRC() {
+		p.badICRC++
+	}
+	if p.json {
+		enc := json.NewEncoder(p.w)
+		enc.SetEscapeHTML(false)
+		if pkt.RoCE != nil {
+			return enc.Encode(pkt.RoCE)
+		}
+		return enc.Encode(pkt.DTA)
+	}
+	_, err := io.WriteString(p.w, pkt.Text())
+	return err
 }
 
 // verdict is the command's error once every datagram is printed: nil
@@ -254,285 +252,10 @@ func (p *decodePrinter) verdict() error {
 	return nil
 }
 
-// decodeMeta is what is known of a datagram besides its bytes.
-type decodeMeta struct {
-	index    int // datagram number (hex input) or packet number (capture)
-	time     time.Time
-	src, dst string
-	ack      bool   // known to be an ACK/NACK (capture: sent to port 40044)
-	note     string // capture: e.g. "truncated capture"
-}
-
-// decodePrinter prints decoded datagrams as text or JSON lines.
-type decodePrinter struct {
-	w       io.Writer
-	json    bool
-	dec     dta.Decoder
-	hexRoCE bool // hex input is RoCEv2 (UDP payloads)
-	hexIP   bool // hex input is RoCEv2 in whole IP datagrams
-	count   int  // datagrams printed
-	failed  int  // datagrams with a decoding error
-	badICRC int  // RoCEv2 packets whose ICRC does not match
-}
-
-// decodedDatagram is the JSON form of one datagram.
-type decodedDatagram struct {
-	Index   int             `json:"index"`
-	Time    string          `json:"time,omitempty"`
-	Src     string          `json:"src,omitempty"`
-	Dst     string          `json:"dst,omitempty"`
-	Length  int             `json:"length"`
-	Note    string          `json:"note,omitempty"`
-	Type    string          `json:"type"` // "report" or "ack"
-	Header  *decodedHeader  `json:"header,omitempty"`
-	Ack     *decodedAck     `json:"ack,omitempty"`
-	Reports []decodedReport `json:"reports"`
-	Error   string          `json:"error,omitempty"`
-}
-
-type decodedHeader struct {
-	Opcode     uint8  `json:"opcode"`
-	Name       string `json:"name"`
-	Seq        uint8  `json:"seq"`
-	Flags      uint8  `json:"flags"`
-	Immediate  bool   `json:"immediate"`
-	Retransmit bool   `json:"retransmit"`
-	Legacy     bool   `json:"legacy"`
-	Batch      bool   `json:"batch"`
-}
-
-type decodedAck struct {
-	Seq  uint8 `json:"seq"`
-	NACK bool  `json:"nack"`
-}
-
-// decodedReport holds every field of a report; the fields its primitive
-// does not use are zero.
-type decodedReport struct {
-	Opcode     uint8  `json:"opcode"`
-	Format     string `json:"format"` // compat or extended
-	Primitive  string `json:"primitive"`
-	Store      uint16 `json:"store"`
-	Redundancy uint8  `json:"redundancy"`
-	Key        string `json:"key"`      // hex, 0x-prefixed
-	KeyText    string `json:"key_text"` // as dta.ParseKey reads it
-	Value      string `json:"value"`    // hex, 0x-prefixed
-	Delta      uint64 `json:"delta"`
-	List       uint32 `json:"list"`
-	Hop        uint8  `json:"hop"`
-	PathLen    uint8  `json:"path_len"`
-	Error      string `json:"error,omitempty"`
-}
-
-// datagram decodes b and prints it.
-func (p *decodePrinter) datagram(m decodeMeta, b []byte) error {
-	p.count++
-	d := decodedDatagram{Index: m.index, Src: m.src, Dst: m.dst, Length: len(b), Note: m.note, Type: "report", Reports: []decodedReport{}}
-	if !m.time.IsZero() {
-		d.Time = m.time.UTC().Format(time.RFC3339Nano)
-	}
-	failed := false
-	var raw []dta.Report // d.Reports as decoded, for text; they alias b
-	if m.ack || (len(b) == dta.AckLen && !p.dec.Legacy) {
-		d.Type = "ack"
-		var a dta.Ack
-		if err := a.Decode(b); err != nil {
-			d.Error, failed = err.Error(), true
-		} else {
-			d.Ack = &decodedAck{Seq: a.Seq, NACK: a.NACK}
-		}
-	} else {
-		var dg dta.Datagram
-		if err := p.dec.Decode(b, &dg); err != nil {
-			d.Error, failed = err.Error(), true
-			if len(b) >= dta.LegacyHeaderLen {
-				h := dg.Header
-				d.Header = decodeHeader(h, p.dec.Legacy, h.Opcode == dta.OpBatch)
-			}
-		} else {
-			d.Header = decodeHeader(dg.Header, p.dec.Legacy, dg.Batch())
-			for {
-				var r dta.Report
-				err := dg.Next(&r)
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					failed = true
-					d.Reports = append(d.Reports, decodedReport{Opcode: uint8(r.Opcode), Primitive: r.Primitive().String(), Error: err.Error()})
-					raw = append(raw, r)
-					if dg.Done() {
-						break
-					}
-					continue
-				}
-				d.Reports = append(d.Reports, decodeReport(&r))
-				raw = append(raw, r)
-			}
-		}
-	}
-	if failed {
-		p.failed++
-	}
-	if p.json {
-		enc := json.NewEncoder(p.w)
-		enc.SetEscapeHTML(false)
-		return enc.Encode(d)
-	}
-	return p.text(&d, raw)
-}
-
-func decodeHeader(h dta.Header, legacy, batch bool) *decodedHeader {
-	return &decodedHeader{
-		Opcode: uint8(h.Opcode), Name: decodeOpcodeName(h.Opcode), Seq: h.Seq, Flags: uint8(h.Flags),
-		Immediate: h.Immediate(), Retransmit: h.Retransmit(), Legacy: legacy, Batch: batch,
-	}
-}
-
-func decodeOpcodeName(op dta.Opcode) string {
-	switch {
-	case op == dta.OpBatch:
-		return "batch"
-	case op.Primitive() == 0:
-		return "unknown"
-	case op.Extended():
-		return op.Primitive().String() + "-ext"
-	}
-	return op.Primitive().String()
-}
-
-func decodeReport(r *dta.Report) decodedReport {
-	d := decodedReport{
-		Opcode: uint8(r.Opcode), Format: "compat", Primitive: r.Primitive().String(),
-		Store: r.Store, Redundancy: r.Redundancy, Delta: r.Delta, List: r.List, Hop: r.Hop, PathLen: r.PathLen,
-	}
-	if r.Opcode.Extended() {
-		d.Format = "extended"
-	}
-	if len(r.Key) > 0 {
-		d.Key = "0x" + hex.EncodeToString(r.Key)
-		d.KeyText = reportKeyText(r)
-	}
-	if len(r.Value) > 0 {
-		d.Value = "0x" + hex.EncodeToString(r.Value)
-	}
-	return d
-}
-
-// reportKeyText is a report's key in the form dta.ParseKey reads: decimal
-// for compat reports, a 5-tuple or hex for extended ones.
-func reportKeyText(r *dta.Report) string {
-	return dta.Key{Compat: !r.Opcode.Extended() && len(r.Key) == 4, Bytes: r.Key}.String()
-}
-
-// describeReport formats the fields of r that its primitive uses, on one
-// line: "keywrite key=1 value=0x0000002a (42) n=2 store=0 [compat 0x01]".
+// describeReport is r on one line, as dta decode prints it ("keywrite
+// key=1 value=0x0000002a (42) n=2 store=0 [compat 0x01]"); dta report
+// echoes what it sends with it.
 func describeReport(r *dta.Report) string {
-	var b strings.Builder
-	b.WriteString(r.Primitive().String())
-	switch r.Primitive() {
-	case dta.KeyWrite:
-		fmt.Fprintf(&b, " key=%s value=%s n=%d", reportKeyText(r), reportValueText(r.Value), r.Redundancy)
-	case dta.KeyIncrement:
-		fmt.Fprintf(&b, " key=%s delta=%d n=%d", reportKeyText(r), r.Delta, r.Redundancy)
-	case dta.Append:
-		fmt.Fprintf(&b, " list=%d value=%s", r.List, reportValueText(r.Value))
-	case dta.Postcard:
-		fmt.Fprintf(&b, " key=%s hop=%d path_len=%d value=%s", reportKeyText(r), r.Hop, r.PathLen, reportValueText(r.Value))
-	case dta.SketchMerge:
-		fmt.Fprintf(&b, " epoch=%d row=%d column=%d counters=[", r.Epoch, r.Row, r.Column)
-		for i := 0; i+8 <= len(r.Value); i += 8 {
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			if i == 8*16 {
-				fmt.Fprintf(&b, "… %d more", (len(r.Value)-i)/8)
-				break
-			}
-			fmt.Fprintf(&b, "%d", int64(binary.BigEndian.Uint64(r.Value[i:])))
-		}
-		b.WriteByte(']')
-	}
-	format := "compat"
-	if r.Opcode.Extended() {
-		format = "extended"
-	}
-	fmt.Fprintf(&b, " store=%d [%s 0x%02x]", r.Store, format, uint8(r.Opcode))
-	return b.String()
-}
-
-// reportValueText prints bytes in hex, and 4-byte values also in decimal.
-func reportValueText(v []byte) string {
-	s := "0x" + hex.EncodeToString(v)
-	if len(v) == 4 {
-		s += " (" + strconv.FormatUint(uint64(uint32(v[0])<<24|uint32(v[1])<<16|uint32(v[2])<<8|uint32(v[3])), 10) + ")"
-	}
-	return s
-}
-
-// text prints d for people; raw holds d's reports as decoded.
-func (p *decodePrinter) text(d *decodedDatagram, raw []dta.Report) error {
-	var b strings.Builder
-	textPrefix(&b, d.Index, d.Time, d.Src, d.Dst, d.Length, d.Note)
-	switch {
-	case d.Ack != nil:
-		kind := "ACK"
-		if d.Ack.NACK {
-			kind = "NACK"
-		}
-		fmt.Fprintf(&b, ": %s seq=%d", kind, d.Ack.Seq)
-	case d.Header != nil:
-		h := d.Header
-		fmt.Fprintf(&b, ": %s [0x%02x]", h.Name, h.Opcode)
-		if !h.Legacy {
-			fmt.Fprintf(&b, " seq=%d", h.Seq)
-		}
-		fmt.Fprintf(&b, " flags=0x%02x", h.Flags)
-		if h.Immediate {
-			b.WriteString(" immediate")
-		}
-		if h.Retransmit {
-			b.WriteString(" retransmit")
-		}
-		if h.Legacy {
-			b.WriteString(" (legacy header)")
-		}
-	}
-	if d.Error != "" {
-		fmt.Fprintf(&b, ": error: %s", d.Error)
-	}
-	b.WriteByte('\n')
-	for i := range d.Reports {
-		fmt.Fprintf(&b, "  report %d: ", i+1)
-		if r := &d.Reports[i]; r.Error != "" {
-			if r.Opcode != 0 {
-				fmt.Fprintf(&b, "opcode 0x%02x: ", r.Opcode)
-			}
-			fmt.Fprintf(&b, "error: %s\n", r.Error)
-			continue
-		}
-		b.WriteString(describeReport(&raw[i]))
-		if r := &d.Reports[i]; r.KeyText != "" && r.Key != r.KeyText {
-			fmt.Fprintf(&b, " key_bytes=%s", r.Key)
-		}
-		b.WriteByte('\n')
-	}
-	_, err := io.WriteString(p.w, b.String())
-	return err
-}
-
-// textPrefix writes the start of a datagram's first line:
-// "#3 2023-11-14T22:13:20Z 10.0.0.1:1 > 10.0.0.2:40040 12 bytes (note)".
-func textPrefix(b *strings.Builder, index int, ts, src, dst string, length int, note string) {
-	fmt.Fprintf(b, "#%d", index)
-	if ts != "" {
-		fmt.Fprintf(b, " %s", ts)
-	}
-	if src != "" {
-		fmt.Fprintf(b, " %s > %s", src, dst)
-	}
-	fmt.Fprintf(b, " %d bytes", length)
-	if note != "" {
-		fmt.Fprintf(b, " (%s)", note)
-	}
+	d := decode.NewReport(r)
+	return d.Text()
 }

@@ -1,4 +1,4 @@
-package cli
+package decode
 
 import (
 	"bufio"
@@ -6,44 +6,49 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"time"
 )
 
-// This file reads pcap (libpcap's classic format) and pcapng captures and
-// digs out UDP datagrams, with nothing but the standard library. Every
-// length read from the file is bounded before use.
+// This file reads pcap (libpcap's classic format) and pcapng captures with
+// nothing but the standard library. Every length read from the file is
+// bounded before use.
 
-// maxCaptureRecord bounds one packet record (and one pcapng block).
-const maxCaptureRecord = 1 << 20
+// MaxCaptureRecord bounds one packet record (and one pcapng block): a
+// capture with a longer one is refused rather than allocated for.
+const MaxCaptureRecord = 1 << 20
 
-// Link types (LINKTYPE_* of tcpdump.org/linktypes.html).
+// Link types (LINKTYPE_* of tcpdump.org/linktypes.html) that FindUDP
+// understands; Frame.LinkType holds one of them, or another value.
 const (
-	linkNull     = 0   // BSD loopback: 4-byte address family, host order
-	linkEthernet = 1   // Ethernet II
-	linkRaw      = 101 // raw IPv4 or IPv6
-	linkRawAlt1  = 12  // raw IP on some BSDs (DLT_RAW)
-	linkRawAlt2  = 14  // raw IP on OpenBSD
-	linkLoop     = 108 // OpenBSD loopback: family in network order
-	linkSLL      = 113 // Linux cooked capture v1 (tcpdump -i any)
-	linkIPv4     = 228
-	linkIPv6     = 229
-	linkSLL2     = 276 // Linux cooked capture v2
+	LinkNull     = 0   // BSD loopback: 4-byte address family, host order
+	LinkEthernet = 1   // Ethernet II, with 802.1Q/802.1ad tags
+	LinkRaw      = 101 // raw IPv4 or IPv6
+	LinkRawAlt1  = 12  // raw IP on some BSDs (DLT_RAW)
+	LinkRawAlt2  = 14  // raw IP on OpenBSD
+	LinkLoop     = 108 // OpenBSD loopback: family in network order
+	LinkSLL      = 113 // Linux cooked capture v1 (tcpdump -i any)
+	LinkIPv4     = 228 // raw IPv4
+	LinkIPv6     = 229 // raw IPv6
+	LinkSLL2     = 276 // Linux cooked capture v2
 )
 
-// capturePacket is one captured frame. data is valid only during the
-// callback.
-type capturePacket struct {
-	time time.Time
-	link uint32
-	data []byte
-	orig int // length on the wire
+// Frame is one captured frame, as ReadCapture hands it out.
+type Frame struct {
+	Time     time.Time // zero for a pcapng simple packet block, which has none
+	LinkType uint32    // the frame's link type, one of the Link constants or another
+	Data     []byte    // the captured bytes; valid only during the callback
+	OrigLen  int       // the frame's length on the wire (more than len(Data) when the capture cut it)
 }
 
-var errNotCapture = errors.New("not a pcap or pcapng capture (unknown magic number)")
+// ErrNotCapture is ReadCapture's error for input that starts with neither
+// magic number.
+var ErrNotCapture = errors.New("not a pcap or pcapng capture (unknown magic number)")
 
-// readCapture calls fn for every packet of a pcap or pcapng capture.
-func readCapture(r io.Reader, fn func(capturePacket) error) error {
+// ReadCapture calls fn for every frame of a pcap or pcapng capture read
+// from r, in file order, and stops at the first error fn returns (and
+// returns it). Frames of any link type are handed out; errors say which
+// record or block of the file is malformed.
+func ReadCapture(r io.Reader, fn func(Frame) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	magic, err := br.Peek(4)
 	if err != nil {
@@ -57,7 +62,7 @@ func readCapture(r io.Reader, fn func(capturePacket) error) error {
 
 // readPcap reads the classic format: a 24-byte file header, then records
 // of a 16-byte header and the captured bytes.
-func readPcap(r io.Reader, fn func(capturePacket) error) error {
+func readPcap(r io.Reader, fn func(Frame) error) error {
 	var hdr [24]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return fmt.Errorf("reading the pcap header: %w", err)
@@ -74,7 +79,7 @@ func readPcap(r io.Reader, fn func(capturePacket) error) error {
 	case 0x4d3cb2a1:
 		bo, nano = binary.BigEndian, true
 	default:
-		return errNotCapture
+		return ErrNotCapture
 	}
 	link := bo.Uint32(hdr[20:]) & 0x0fffffff // the top bits may carry FCS information
 	buf := make([]byte, 0, 2048)
@@ -88,8 +93,8 @@ func readPcap(r io.Reader, fn func(capturePacket) error) error {
 		}
 		sec, frac := bo.Uint32(rec[0:]), bo.Uint32(rec[4:])
 		incl, orig := bo.Uint32(rec[8:]), bo.Uint32(rec[12:])
-		if incl > maxCaptureRecord {
-			return fmt.Errorf("record %d: captured length %d exceeds %d", n, incl, maxCaptureRecord)
+		if incl > MaxCaptureRecord {
+			return fmt.Errorf("record %d: captured length %d exceeds %d", n, incl, MaxCaptureRecord)
 		}
 		if cap(buf) < int(incl) {
 			buf = make([]byte, incl)
@@ -102,7 +107,7 @@ func readPcap(r io.Reader, fn func(capturePacket) error) error {
 		if !nano {
 			ns *= 1000
 		}
-		if err := fn(capturePacket{time: time.Unix(int64(sec), ns), link: link, data: buf, orig: int(orig)}); err != nil {
+		if err := fn(Frame{Time: time.Unix(int64(sec), ns), LinkType: link, Data: buf, OrigLen: int(orig)}); err != nil {
 			return err
 		}
 	}
@@ -151,7 +156,7 @@ func (ifc *pcapngIface) time(units uint64) time.Time {
 
 // readPcapng reads the pcapng block format (sections, interfaces, packet
 // blocks; every other block is skipped).
-func readPcapng(r io.Reader, fn func(capturePacket) error) error {
+func readPcapng(r io.Reader, fn func(Frame) error) error {
 	var bo binary.ByteOrder = binary.LittleEndian
 	var ifaces []pcapngIface
 	var hdr [8]byte
@@ -181,7 +186,7 @@ func readPcapng(r io.Reader, fn func(capturePacket) error) error {
 				return fmt.Errorf("block %d: bad pcapng byte-order magic % x", n, m)
 			}
 			total := bo.Uint32(hdr[4:])
-			if total < 28 || total%4 != 0 || total > maxCaptureRecord {
+			if total < 28 || total%4 != 0 || total > MaxCaptureRecord {
 				return fmt.Errorf("block %d: section header length %d", n, total)
 			}
 			if _, err := io.CopyN(io.Discard, r, int64(total)-12); err != nil {
@@ -191,7 +196,7 @@ func readPcapng(r io.Reader, fn func(capturePacket) error) error {
 			continue
 		}
 		total := bo.Uint32(hdr[4:])
-		if total < 12 || total%4 != 0 || total > maxCaptureRecord {
+		if total < 12 || total%4 != 0 || total > MaxCaptureRecord {
 			return fmt.Errorf("block %d: block length %d", n, total)
 		}
 		body = body[:0]
@@ -235,7 +240,7 @@ func readPcapng(r io.Reader, fn func(capturePacket) error) error {
 				return fmt.Errorf("block %d: packet on undeclared interface %d", n, id)
 			}
 			t := ifaces[id].time(uint64(hi)<<32 | uint64(lo))
-			if err := fn(capturePacket{time: t, link: ifaces[id].link, data: data, orig: int(orig)}); err != nil {
+			if err := fn(Frame{Time: t, LinkType: ifaces[id].link, Data: data, OrigLen: int(orig)}); err != nil {
 				return err
 			}
 		case pcapngSPB:
@@ -247,7 +252,7 @@ func readPcapng(r io.Reader, fn func(capturePacket) error) error {
 			if s := ifaces[0].snap; s != 0 && int(s) < caplen {
 				caplen = int(s)
 			}
-			if err := fn(capturePacket{link: ifaces[0].link, data: body[4 : 4+caplen], orig: int(orig)}); err != nil {
+			if err := fn(Frame{LinkType: ifaces[0].link, Data: body[4 : 4+caplen], OrigLen: int(orig)}); err != nil {
 				return err
 			}
 		}
@@ -264,160 +269,4 @@ func pcapngOptions(b []byte, bo binary.ByteOrder, fn func(code uint16, v []byte)
 		fn(code, b[4:4+l])
 		b = b[min(4+(l+3)&^3, len(b)):]
 	}
-}
-
-// captureDatagram is a UDP datagram found in a frame.
-type captureDatagram struct {
-	src, dst netip.AddrPort
-	payload  []byte
-	note     string // why the payload may be incomplete
-	ip       []byte // the IP datagram from its header on, cut at the IP length when captured whole (for the RoCEv2 ICRC)
-}
-
-// captureUDP finds the UDP datagram in a frame of the given link type.
-func captureUDP(link uint32, b []byte) (captureDatagram, bool) {
-	var etype uint16
-	switch link {
-	case linkEthernet:
-		if len(b) < 14 {
-			return captureDatagram{}, false
-		}
-		etype, b = binary.BigEndian.Uint16(b[12:]), b[14:]
-		for (etype == 0x8100 || etype == 0x88a8 || etype == 0x9100) && len(b) >= 4 { // VLAN tags
-			etype, b = binary.BigEndian.Uint16(b[2:]), b[4:]
-		}
-	case linkSLL:
-		if len(b) < 16 {
-			return captureDatagram{}, false
-		}
-		etype, b = binary.BigEndian.Uint16(b[14:]), b[16:]
-	case linkSLL2:
-		if len(b) < 20 {
-			return captureDatagram{}, false
-		}
-		etype, b = binary.BigEndian.Uint16(b[0:]), b[20:]
-	case linkNull, linkLoop:
-		if len(b) < 4 {
-			return captureDatagram{}, false
-		}
-		fam := binary.LittleEndian.Uint32(b)
-		if link == linkLoop || fam > 0xffff {
-			fam = binary.BigEndian.Uint32(b)
-		}
-		b = b[4:]
-		switch fam {
-		case 2:
-			etype = 0x0800
-		case 10, 24, 28, 30:
-			etype = 0x86dd
-		}
-	case linkRaw, linkRawAlt1, linkRawAlt2, linkIPv4, linkIPv6:
-		if len(b) == 0 {
-			return captureDatagram{}, false
-		}
-		switch b[0] >> 4 {
-		case 4:
-			etype = 0x0800
-		case 6:
-			etype = 0x86dd
-		}
-	}
-	switch etype {
-	case 0x0800:
-		return captureIPv4(b)
-	case 0x86dd:
-		return captureIPv6(b)
-	}
-	return captureDatagram{}, false
-}
-
-func captureIPv4(b []byte) (captureDatagram, bool) {
-	if len(b) < 20 || b[0]>>4 != 4 {
-		return captureDatagram{}, false
-	}
-	ihl := int(b[0]&0x0f) * 4
-	total := int(binary.BigEndian.Uint16(b[2:]))
-	frag := binary.BigEndian.Uint16(b[6:])
-	if ihl < 20 || len(b) < ihl || b[9] != 17 || frag&0x1fff != 0 {
-		return captureDatagram{}, false // not UDP, or not the first fragment
-	}
-	if total >= ihl && total < len(b) {
-		b = b[:total] // drop Ethernet padding
-	}
-	src := netip.AddrFrom4([4]byte(b[12:16]))
-	dst := netip.AddrFrom4([4]byte(b[16:20]))
-	d, ok := captureUDPHeader(src, dst, b[ihl:])
-	if ok && frag&0x2000 != 0 {
-		d.note = "IP fragment: payload incomplete"
-	}
-	d.ip = b
-	return d, ok
-}
-
-func captureIPv6(b []byte) (captureDatagram, bool) {
-	if len(b) < 40 || b[0]>>4 != 6 {
-		return captureDatagram{}, false
-	}
-	plen := int(binary.BigEndian.Uint16(b[4:]))
-	next := b[6]
-	src := netip.AddrFrom16([16]byte(b[8:24]))
-	dst := netip.AddrFrom16([16]byte(b[24:40]))
-	if 40+plen < len(b) {
-		b = b[:40+plen] // drop Ethernet padding
-	}
-	ip := b
-	b = b[40:]
-	note := ""
-	for range 8 { // extension headers, bounded
-		switch next {
-		case 17:
-			d, ok := captureUDPHeader(src, dst, b)
-			if ok && d.note == "" {
-				d.note = note
-			}
-			d.ip = ip
-			return d, ok
-		case 0, 43, 60: // hop-by-hop, routing, destination options
-			if len(b) < 8 || len(b) < (int(b[1])+1)*8 {
-				return captureDatagram{}, false
-			}
-			next, b = b[0], b[(int(b[1])+1)*8:]
-		case 51: // authentication header
-			if len(b) < 8 || len(b) < (int(b[1])+2)*4 {
-				return captureDatagram{}, false
-			}
-			next, b = b[0], b[(int(b[1])+2)*4:]
-		case 44: // fragment
-			if len(b) < 8 || binary.BigEndian.Uint16(b[2:])&0xfff8 != 0 {
-				return captureDatagram{}, false // not the first fragment
-			}
-			if b[3]&1 != 0 {
-				note = "IP fragment: payload incomplete"
-			}
-			next, b = b[0], b[8:]
-		default:
-			return captureDatagram{}, false
-		}
-	}
-	return captureDatagram{}, false
-}
-
-func captureUDPHeader(src, dst netip.Addr, b []byte) (captureDatagram, bool) {
-	if len(b) < 8 {
-		return captureDatagram{}, false
-	}
-	d := captureDatagram{
-		src: netip.AddrPortFrom(src, binary.BigEndian.Uint16(b[0:])),
-		dst: netip.AddrPortFrom(dst, binary.BigEndian.Uint16(b[2:])),
-	}
-	l := int(binary.BigEndian.Uint16(b[4:]))
-	b = b[8:]
-	switch {
-	case l >= 8 && l-8 <= len(b):
-		b = b[:l-8]
-	case l >= 8:
-		d.note = "capture truncated"
-	}
-	d.payload = b
-	return d, true
 }
