@@ -65,11 +65,20 @@ type Report struct {
 	Error      string `json:"error,omitempty"`
 
 	// Sketch-Merge: the run's epoch, row and first column (its counters
-	// are Value). Not in the JSON form, whose fields dta decode -o json
-	// fixes.
-	Epoch  uint32 `json:"-"`
-	Row    uint8  `json:"-"`
-	Column uint32 `json:"-"`
+	// are Value). The JSON form carries them in Sketch, present only for
+	// Sketch-Merge reports, so the other reports' JSON is unchanged.
+	Epoch  uint32     `json:"-"`
+	Row    uint8      `json:"-"`
+	Column uint32     `json:"-"`
+	Sketch *SketchRun `json:"sketch,omitempty"`
+}
+
+// SketchRun is where a Sketch-Merge report's counters go: its epoch, row
+// and first column.
+type SketchRun struct {
+	Epoch  uint32 `json:"epoch"`
+	Row    uint8  `json:"row"`
+	Column uint32 `json:"column"`
 }
 
 // DTA decodes b, a UDP payload, as a DTA datagram: an ACK/NACK if it is 2
@@ -172,6 +181,9 @@ func NewReport(r *dta.Report) Report {
 	if r.Opcode.Extended() {
 		d.Format = "extended"
 	}
+	if r.Primitive() == dta.SketchMerge {
+		d.Sketch = &SketchRun{Epoch: r.Epoch, Row: r.Row, Column: r.Column}
+	}
 	if len(r.Key) > 0 {
 		d.Key = "0x" + hex.EncodeToString(r.Key)
 		d.KeyText = keyText(r.Opcode, r.Key)
@@ -213,7 +225,11 @@ func (r *Report) Text() string {
 	case dta.Postcard:
 		fmt.Fprintf(&b, " key=%s hop=%d path_len=%d value=%s", keyText(op, key), r.Hop, r.PathLen, valueText(value))
 	case dta.SketchMerge:
-		fmt.Fprintf(&b, " epoch=%d row=%d column=%d counters=[", r.Epoch, r.Row, r.Column)
+		sr := SketchRun{Epoch: r.Epoch, Row: r.Row, Column: r.Column}
+		if r.Sketch != nil { // read back from JSON
+			sr = *r.Sketch
+		}
+		fmt.Fprintf(&b, " epoch=%d row=%d column=%d counters=[", sr.Epoch, sr.Row, sr.Column)
 		for i := 0; i+8 <= len(value); i += 8 {
 			if i > 0 {
 				b.WriteByte(' ')
