@@ -194,3 +194,5 @@ func (v *vethPair) ping(t testing.TB) error {
 		}
 	}
 }
+
+func addrPort(a netip.Addr, port uint16) netip.AddrPort { return netip.AddrPortFrom(a, port) }
