@@ -235,6 +235,11 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	if err := col.Metrics().Register(st.metrics()); err != nil {
 		return err
 	}
+	if x := st.in.XDPListener(); x != nil {
+		if err := col.Metrics().Register(metrics.XDP{L: x}); err != nil {
+			return err
+		}
+	}
 	exp, err := startExport(f, col.Catalog(), st.translators(), col.Metrics(), logger)
 	if err != nil {
 		g.cancel()
