@@ -71,14 +71,21 @@ type socket struct {
 	frameSize uint64
 	fill      ring
 	comp      ring
-	rx        ring
+	rx        ring // the TX ring of a transmitting socket
 	zeroCopy  bool
 }
 
 // newSocket creates, maps and binds a socket to queue of ifindex and fills
 // its fill ring with every frame. On error nothing is left open; the error
 // names the step that failed.
-func newSocket(ifindex, queue int, cfg Config) (_ *socket, err error) {
+func newSocket(ifindex, queue int, cfg Config) (*socket, error) {
+	return openSocket(ifindex, queue, cfg, false)
+}
+
+// openSocket opens a socket for receiving (tx false: fill and RX rings, every
+// frame given to the kernel) or for transmitting (tx true: TX and
+// completion rings, every frame kept by the caller).
+func openSocket(ifindex, queue int, cfg Config, tx bool) (_ *socket, err error) {
 	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("create an AF_XDP socket (kernel built without CONFIG_XDP_SOCKETS, or missing CAP_NET_RAW): %w", err)
@@ -102,14 +109,18 @@ func newSocket(ifindex, queue int, cfg Config) (_ *socket, err error) {
 	if err := setsockopt(fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
 		return nil, fmt.Errorf("register UMEM (XDP_UMEM_REG): %w", err)
 	}
+	fillN, compN, dataN, dataName, dataOpt := cfg.Frames, 64, cfg.RXRing, "RX", unix.XDP_RX_RING
+	if tx {
+		fillN, compN, dataName, dataOpt = 64, cfg.Frames, "TX", unix.XDP_TX_RING
+	}
 	for _, o := range []struct {
 		name string
 		opt  int
 		n    int
 	}{
-		{"fill", unix.XDP_UMEM_FILL_RING, cfg.Frames},
-		{"completion", unix.XDP_UMEM_COMPLETION_RING, 64},
-		{"RX", unix.XDP_RX_RING, cfg.RXRing},
+		{"fill", unix.XDP_UMEM_FILL_RING, fillN},
+		{"completion", unix.XDP_UMEM_COMPLETION_RING, compN},
+		{dataName, dataOpt, dataN},
 	} {
 		if err := unix.SetsockoptInt(fd, unix.SOL_XDP, o.opt, o.n); err != nil {
 			return nil, fmt.Errorf("size the %s ring to %d: %w", o.name, o.n, err)
@@ -119,20 +130,26 @@ func newSocket(ifindex, queue int, cfg Config) (_ *socket, err error) {
 	if err := getsockopt(fd, unix.XDP_MMAP_OFFSETS, unsafe.Pointer(&off), unsafe.Sizeof(off)); err != nil {
 		return nil, fmt.Errorf("read ring offsets (XDP_MMAP_OFFSETS): %w", err)
 	}
-	if s.fill, err = mapRing(fd, off.Fr, unix.XDP_UMEM_PGOFF_FILL_RING, uint32(cfg.Frames), 8); err != nil {
+	if s.fill, err = mapRing(fd, off.Fr, unix.XDP_UMEM_PGOFF_FILL_RING, uint32(fillN), 8); err != nil {
 		return nil, fmt.Errorf("map the fill ring: %w", err)
 	}
-	if s.comp, err = mapRing(fd, off.Cr, unix.XDP_UMEM_PGOFF_COMPLETION_RING, 64, 8); err != nil {
+	if s.comp, err = mapRing(fd, off.Cr, unix.XDP_UMEM_PGOFF_COMPLETION_RING, uint32(compN), 8); err != nil {
 		return nil, fmt.Errorf("map the completion ring: %w", err)
 	}
-	if s.rx, err = mapRing(fd, off.Rx, unix.XDP_PGOFF_RX_RING, uint32(cfg.RXRing), unsafe.Sizeof(unix.XDPDesc{})); err != nil {
-		return nil, fmt.Errorf("map the RX ring: %w", err)
+	if tx {
+		if s.rx, err = mapRing(fd, off.Tx, unix.XDP_PGOFF_TX_RING, uint32(dataN), unsafe.Sizeof(unix.XDPDesc{})); err != nil {
+			return nil, fmt.Errorf("map the TX ring: %w", err)
+		}
+	} else {
+		if s.rx, err = mapRing(fd, off.Rx, unix.XDP_PGOFF_RX_RING, uint32(dataN), unsafe.Sizeof(unix.XDPDesc{})); err != nil {
+			return nil, fmt.Errorf("map the RX ring: %w", err)
+		}
+		// Give the kernel every frame before binding.
+		for i := range uint32(cfg.Frames) {
+			*s.fill.addr(i) = uint64(i) * s.frameSize
+		}
+		atomic.StoreUint32(s.fill.producer, uint32(cfg.Frames))
 	}
-	// Give the kernel every frame before binding.
-	for i := range uint32(cfg.Frames) {
-		*s.fill.addr(i) = uint64(i) * s.frameSize
-	}
-	atomic.StoreUint32(s.fill.producer, uint32(cfg.Frames))
 
 	flags := uint16(unix.XDP_USE_NEED_WAKEUP)
 	switch cfg.BindMode {
