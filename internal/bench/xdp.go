@@ -89,7 +89,8 @@ const benchPort = 40040
 // first through AF_XDP (the XDP program attached, one queue, one reader),
 // then through one UDP socket read with recvmmsg, each feeding a fresh
 // translator over the same local Key-Write store. Of cfg it uses Duration,
-// Warmup, Keys, Pool, Memory, Hash, Region, RecvBuffer and Progress.
+// Warmup, Rate (packets per second; 0 = as fast as the sender goes), Keys,
+// Pool, Memory, Hash, Region, RecvBuffer and Progress.
 func RunXDP(ctx context.Context, cfg Config) (*XDPReport, error) {
 	cfg.Primitives, cfg.Modes = []dta.Primitive{dta.KeyWrite}, []Mode{{PerDatagram: 1, Recvmmsg: true}}
 	if err := cfg.Validate(); err != nil {
@@ -194,8 +195,9 @@ type xdpSender struct {
 	done chan struct{}
 }
 
-// start starts the sender and returns once its socket is open.
-func (v *benchVeth) startSender(w *Workload) (*xdpSender, error) {
+// startSender starts the sender and returns once its socket is open;
+// rate, if not 0, paces it to that many packets per second.
+func (v *benchVeth) startSender(w *Workload, rate float64) (*xdpSender, error) {
 	s := &xdpSender{done: make(chan struct{})}
 	ready := make(chan error, 1)
 	go func() {
@@ -236,8 +238,18 @@ func (v *benchVeth) startSender(w *Workload) (*xdpSender, error) {
 			return xdp.AppendFrame(b, v.peerMAC, v.hostMAC, src, dst, d)
 		}
 		var sent uint64
+		start := time.Now()
 		for !s.stop.Load() {
-			k, err := snd.Send(64, fill)
+			n := 64
+			if rate > 0 {
+				due := uint64(time.Since(start).Seconds()*rate) + 1
+				if due <= sent {
+					time.Sleep(max(time.Duration(float64(sent+1-due)/rate*1e9), 50*time.Microsecond))
+					continue
+				}
+				n = int(min(due-sent, 64))
+			}
+			k, err := snd.Send(n, fill)
 			if err != nil {
 				s.err = err
 				return
@@ -304,7 +316,7 @@ func (v *benchVeth) run(ctx context.Context, cfg Config, transport string, w *Wo
 		}
 		return s
 	}
-	s, err := v.startSender(w)
+	s, err := v.startSender(w, cfg.Rate)
 	if err != nil {
 		in.Close()
 		<-runErr

@@ -105,8 +105,10 @@ It prints, per transport, the accepted rate and the reports per CPU second of
 the receiving side: the process's CPU minus the sender thread's, plus the
 machine's softirq time (the veth receive path: NAPI and the XDP program, or
 the kernel's IP/UDP receive), and per reader CPU second alone; then the
-XDP/UDP ratios. --primitive, --mode, --baseline, --ceiling, --sink, --senders,
---readers, --rate and --int do not apply.
+XDP/UDP ratios. --rate paces the sender (packets per second), so that both
+paths can be compared below the rate at which either drops. --primitive,
+--mode, --baseline, --ceiling, --sink, --senders, --readers and --int do not
+apply.
 
 A progress line goes to stderr every second (-q silences it).`,
 		Example: `  dta bench
