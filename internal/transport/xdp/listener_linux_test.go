@@ -272,5 +272,46 @@ func TestListenNamesTheFailedStep(t *testing.T) {
 			}
 		})
 	}
-	_ = fmt.Sprint
+}
+
+func TestSenderFramesReachTheListener(t *testing.T) {
+	v := newVeth(t)
+	rec := newRecorder()
+	startListener(t, testConfig(v.Host), []Route{{Port: 40040, NewHandler: func(int) Handler { return rec }}})
+	var snd *Sender
+	var err error
+	v.inNS(t, func() {
+		c := DefaultConfig()
+		c.Frames, c.BindMode = 64, BindCopy
+		snd, err = NewSender(v.Peer, c)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snd.Close()
+	src, dst := netip.AddrPortFrom(v.PeerAddr, 7000), netip.AddrPortFrom(v.HostAddr, 40040)
+	const n = 200 // more than the sender's 64 frames: they are reused
+	i := 0
+	for i < n {
+		k, err := snd.Send(n-i, func(b []byte) []byte {
+			p := fmt.Appendf(nil, "frame %d", i)
+			i++
+			return AppendFrame(b, [6]byte{}, v.HostMAC, src, dst, p)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		if i%50 == 0 {
+			rec.waitFor(t, i) // the listener's RX ring is small
+		}
+	}
+	rec.waitFor(t, n)
+	for j, g := range rec.got {
+		if want := fmt.Sprintf("frame %d", j); string(g) != want || rec.from[j] != src {
+			t.Fatalf("datagram %d = %q from %v, want %q from %v", j, g, rec.from[j], want, src)
+		}
+	}
 }
