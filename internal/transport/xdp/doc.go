@@ -35,7 +35,8 @@
 //
 // The package knows nothing about DTA payloads: it does not decode, validate
 // or route reports, keeps no per-flow state, never retains a frame after the
-// handler returns, and never transmits on the AF_XDP socket. It needs Linux,
+// handler returns, and a Listener never transmits on its AF_XDP sockets
+// ([Sender] is a load generator for benchmarks and tests). It needs Linux,
 // CAP_NET_ADMIN and CAP_BPF (or root); elsewhere [Listen] returns
 // [ErrUnsupported].
 package xdp
