@@ -132,3 +132,22 @@ func TestUpWithTransportXDPAnswersReportsFromAnotherNamespace(t *testing.T) {
 		t.Errorf("XDP program still attached after dta up stopped:\n%s", out)
 	}
 }
+
+func TestBenchTransportFlag(t *testing.T) {
+	if code, _, errs := runBenchArgs(t, "--transport", "dpdk"); code != 2 || !strings.Contains(errs, "--transport") {
+		t.Errorf("--transport dpdk: exit %d (%s), want 2 naming the flag", code, errs)
+	}
+	if os.Geteuid() != 0 || testing.Short() {
+		t.Skip("the xdp run needs root")
+	}
+	code, out, errs := runBenchArgs(t, "--transport", "xdp", "--duration", "300ms", "--warmup", "100ms", "--memory", "8MiB",
+		"--keys", "4096", "--pool", "4096", "--prefault=false", "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"native/copy", "recvmmsg", "xdp/udp", "M rep/CPU s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -315,3 +315,51 @@ func TestSenderFramesReachTheListener(t *testing.T) {
 		}
 	}
 }
+
+func TestIPv6AndVLANTaggedReportsArrive(t *testing.T) {
+	v := newVeth(t)
+	host6, peer6 := netip.MustParseAddr("fd00:d7a::1"), netip.MustParseAddr("fd00:d7a::2")
+	run(t, "ip", "-6", "addr", "add", host6.String()+"/64", "dev", v.Host, "nodad")
+	run(t, "ip", "-n", v.NS, "-6", "addr", "add", peer6.String()+"/64", "dev", v.Peer, "nodad")
+	rec := newRecorder()
+	startListener(t, testConfig(v.Host), []Route{{Port: 40040, NewHandler: func(int) Handler { return rec }}})
+
+	t.Run("an IPv6 report from a UDP socket arrives", func(t *testing.T) {
+		var c *net.UDPConn
+		var err error
+		v.inNS(t, func() { c, err = net.ListenUDP("udp6", &net.UDPAddr{IP: peer6.AsSlice()}) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		n := rec.count()
+		// The neighbour entry may take a moment: resend until it arrives.
+		deadline := time.Now().Add(5 * time.Second)
+		for rec.count() == n {
+			if time.Now().After(deadline) {
+				t.Fatal("no IPv6 report arrived")
+			}
+			c.WriteToUDPAddrPort([]byte("six"), netip.AddrPortFrom(host6, 40040))
+			time.Sleep(50 * time.Millisecond)
+		}
+		rec.mu.Lock()
+		got, from := rec.got[n], rec.from[n]
+		rec.mu.Unlock()
+		if string(got) != "six" || from.Addr() != peer6 {
+			t.Errorf("got %q from %v", got, from)
+		}
+	})
+	t.Run("a VLAN-tagged report arrives", func(t *testing.T) {
+		send := v.rawSender(t)
+		f := AppendFrame(nil, [6]byte{2, 0, 0, 0, 0, 9}, v.HostMAC, netip.AddrPortFrom(v.PeerAddr, 9), netip.AddrPortFrom(v.HostAddr, 40040), []byte("tagged"))
+		tagged := append(append(append([]byte{}, f[:12]...), 0x81, 0x00, 0x00, 0x07), f[12:]...)
+		n := rec.count()
+		send(tagged)
+		rec.waitFor(t, n+1)
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if string(rec.got[n]) != "tagged" {
+			t.Errorf("got %q", rec.got[n])
+		}
+	})
+}
