@@ -85,16 +85,7 @@ func dialInNS(t *testing.T, ns, addr string) net.Conn {
 func TestUpWithTransportXDPAnswersReportsFromAnotherNamespace(t *testing.T) {
 	ns, host, hostIP, _ := xdpVeth(t)
 	bin := buildDTA(t)
-	b, err := os.ReadFile(smallConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(t.TempDir(), "xdp.yaml")
-	conf := strings.Replace(string(b), "translator:\n", "translator:\n  transport: xdp\n  xdp:\n    interface: "+host+"\n    frames: 1024\n    rx_ring: 1024\n", 1)
-	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, p := startProcess(t, bin, upReady, "up", "--config", cfg, "--listen", hostIP+":40040", "--http", "127.0.0.1:0")
+	m, p := startProcess(t, bin, upReady, "up", "--config", smallConfig(t), "--xdp", host, "--listen", hostIP+":40040", "--http", "127.0.0.1:0")
 	base := m[2]
 	if out, _ := exec.Command("ip", "link", "show", "dev", host).Output(); !strings.Contains(string(out), "prog/xdp") {
 		t.Fatalf("dta up attached no XDP program to %s:\n%s\n%s", host, out, p.stderr)
