@@ -66,6 +66,13 @@ type XDPResult struct {
 	PerCPUSecond float64 `json:"reports_per_cpu_second"`
 	// PerReaderCPUSecond is Accepted over the reader's CPU alone.
 	PerReaderCPUSecond float64 `json:"reports_per_reader_cpu_second"`
+
+	// PacketsPerRead is the mean number of packets per RX ring read
+	// (xdp) or recvmmsg call (udp), whole run.
+	PacketsPerRead float64 `json:"packets_per_read"`
+	// Waits counts the reader's waits for packets (xdp: poll(2) after an
+	// empty ring), whole run.
+	Waits uint64 `json:"waits,omitempty"`
 }
 
 // XDPReport is a whole `dta bench --transport xdp`.
@@ -356,8 +363,13 @@ func (v *benchVeth) run(ctx context.Context, cfg Config, transport string, w *Wo
 	if x := in.XDPListener(); x != nil {
 		k := x.KernelStats()
 		res.Dropped = k.RxRingFull + k.RxFillRingEmpty + k.RxDropped
+		st := x.Stats()
+		res.PacketsPerRead = float64(st.Packets.Load()) / float64(max(st.Batches.Load(), 1))
+		res.Waits = st.EmptyPolls.Load()
 	} else {
-		res.Dropped = in.Listener().KernelDrops()
+		l := in.Listener()
+		res.Dropped = l.KernelDrops()
+		res.PacketsPerRead = float64(l.Stats().Datagrams.Load()) / float64(max(l.Stats().Batches.Load(), 1))
 	}
 	in.Close()
 	err = <-runErr
@@ -422,13 +434,13 @@ func (r *XDPReport) WriteTable(w io.Writer) error {
 		m.CPUs, m.CPUModel, m.GOMAXPROCS, m.Kernel, m.GoVersion, r.Config.DurationS, r.Config.Keys, mib(r.Config.Memory), r.Config.HugePages, r.Config.Hash)
 	fmt.Fprintln(w, "# receiving CPU = process CPU minus the sender thread (reader, translator, runtime) + softirq time of all CPUs (the veth receive path)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "transport\tmode\toffered M/s\taccepted M/s\tkernel drops\treader CPU s\tsoftirq CPU s\tsender CPU s\tM rep/CPU s\tM rep/reader CPU s\t")
+	fmt.Fprintln(tw, "transport\tmode\toffered M/s\taccepted M/s\tkernel drops\tpkts/read\treader CPU s\tsoftirq CPU s\tsender CPU s\tM rep/CPU s\tM rep/reader CPU s\t")
 	for _, x := range r.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%d\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t\n", x.Transport, x.Mode, x.Offered/1e6, x.Accepted/1e6,
-			x.Dropped, x.ReaderCPUSeconds, x.SoftirqCPUSeconds, x.SenderCPUSeconds, x.PerCPUSecond/1e6, x.PerReaderCPUSecond/1e6)
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t\n", x.Transport, x.Mode, x.Offered/1e6, x.Accepted/1e6,
+			x.Dropped, x.PacketsPerRead, x.ReaderCPUSeconds, x.SoftirqCPUSeconds, x.SenderCPUSeconds, x.PerCPUSecond/1e6, x.PerReaderCPUSecond/1e6)
 	}
 	if len(r.Results) == 2 {
-		fmt.Fprintf(tw, "xdp/udp\t\t\t%.2fx\t\t\t\t\t%.2fx\t%.2fx\t\n", r.Accepted, r.PerCPUSecond, r.PerReaderCPUSecond)
+		fmt.Fprintf(tw, "xdp/udp\t\t\t%.2fx\t\t\t\t\t\t%.2fx\t%.2fx\t\n", r.Accepted, r.PerCPUSecond, r.PerReaderCPUSecond)
 	}
 	return tw.Flush()
 }

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/dta-go/dta/internal/transport/xdp"
 )
@@ -67,7 +66,6 @@ func (f *File) XDPConfig() *xdp.Config {
 	if x.BindMode != "" {
 		c.BindMode = x.BindMode
 	}
-	c.PollTimeout = 100 * time.Millisecond
 	return &c
 }
 

@@ -68,6 +68,11 @@ type Config struct {
 	// PollTimeout bounds one wait for frames; it is also how long Close may
 	// wait for a reader to notice. 1ms to 1s, default 100ms.
 	PollTimeout time.Duration
+	// Coalesce is how long a reader sleeps after a batch shorter than
+	// BatchSize, so that the next read finds more frames: one wake-up per
+	// batch instead of one per handful of frames, at the price of up to
+	// Coalesce more latency. 0 to 1ms, default 50µs; 0 reads again at once.
+	Coalesce time.Duration
 }
 
 // DefaultConfig returns the defaults; Interface is left empty.
@@ -80,6 +85,7 @@ func DefaultConfig() Config {
 		AttachMode:  AttachAuto,
 		BindMode:    BindAuto,
 		PollTimeout: 100 * time.Millisecond,
+		Coalesce:    50 * time.Microsecond,
 	}
 }
 
@@ -116,6 +122,9 @@ func (c Config) Validate() error {
 	}
 	if c.PollTimeout < time.Millisecond || c.PollTimeout > time.Second {
 		errs = append(errs, fmt.Errorf("xdp: Config.PollTimeout = %v, want 1ms to 1s", c.PollTimeout))
+	}
+	if c.Coalesce < 0 || c.Coalesce > time.Millisecond {
+		errs = append(errs, fmt.Errorf("xdp: Config.Coalesce = %v, want 0 to 1ms", c.Coalesce))
 	}
 	return errors.Join(errs...)
 }

@@ -291,6 +291,9 @@ type reader struct {
 	addrs  []uint64 // per batch slot: frame base address
 	pfd    [1]unix.PollFd
 	wait   int // poll timeout, ms
+	pause  unix.Timespec // Config.Coalesce
+
+	touched byte // sink of pass 0's loads, so that they are not optimised away
 }
 
 func newReader(id int, s *socket, routes []Route, l *Listener) *reader {
@@ -303,6 +306,7 @@ func newReader(id int, s *socket, routes []Route, l *Listener) *reader {
 		addrs:  make([]uint64, n),
 		used:   make([]bool, len(routes)),
 		wait:   int(l.cfg.PollTimeout.Milliseconds()),
+		pause:  unix.NsecToTimespec(l.cfg.Coalesce.Nanoseconds()),
 	}
 	for _, rt := range routes {
 		r.ports = append(r.ports, rt.Port)
@@ -335,7 +339,10 @@ func (r *reader) run() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for !r.closing() {
-		if r.receive() {
+		if n := r.receive(); n > 0 {
+			if n < r.batch && r.pause.Nsec > 0 {
+				unix.Nanosleep(&r.pause, nil) // let frames gather
+			}
 			continue
 		}
 		r.stats.EmptyPolls.Add(1)
@@ -350,14 +357,26 @@ func (r *reader) run() error {
 }
 
 // receive handles up to one batch of RX descriptors and returns the frames
-// to the fill ring. It reports whether there was any.
-func (r *reader) receive() bool {
+// to the fill ring. It returns how many descriptors it took.
+func (r *reader) receive() uint32 {
 	s := r.s
 	cons := atomic.LoadUint32(s.rx.consumer)
 	n := min(atomic.LoadUint32(s.rx.producer)-cons, r.batch)
 	if n == 0 {
-		return false
+		return 0
 	}
+	// Pass 0: touch the first cache line of every frame. The kernel has
+	// just written them, mostly from another CPU; independent loads let
+	// the core wait for all those transfers at once instead of one per
+	// frame in pass 1.
+	var touch byte
+	for i := range n {
+		d := s.rx.rxDesc(cons + i)
+		if d.Addr < uint64(len(s.umem)) {
+			touch += s.umem[d.Addr]
+		}
+	}
+	r.touched += touch
 	// Pass 1: check every frame and count, so that Stats include a
 	// datagram by the time its handler runs.
 	var packets, bytes, invalid uint64
@@ -418,7 +437,7 @@ func (r *reader) receive() bool {
 		}
 	}
 	r.refill(n)
-	return true
+	return n
 }
 
 // refill returns the batch's n frames to the fill ring. Every frame the
