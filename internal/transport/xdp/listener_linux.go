@@ -290,7 +290,7 @@ type reader struct {
 	route  []int8   // per batch slot: index into hs, or -1
 	addrs  []uint64 // per batch slot: frame base address
 	pfd    [1]unix.PollFd
-	wait   int // poll timeout, ms
+	wait   int           // poll timeout, ms
 	pause  unix.Timespec // Config.Coalesce
 
 	touched byte // sink of pass 0's loads, so that they are not optimised away
