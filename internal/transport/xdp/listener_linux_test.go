@@ -363,3 +363,36 @@ func TestIPv6AndVLANTaggedReportsArrive(t *testing.T) {
 		}
 	})
 }
+
+func TestEveryQueueGetsASocketAndAReader(t *testing.T) {
+	v := newVethQueues(t, 2)
+	var recs [2]*recorder
+	cfg := testConfig(v.Host)
+	cfg.Queues = 0 // all of them
+	l := startListener(t, cfg, []Route{{Port: 40040, NewHandler: func(reader int) Handler {
+		recs[reader] = newRecorder()
+		return recs[reader]
+	}}})
+	if recs[0] == nil || recs[1] == nil {
+		t.Fatalf("handlers %v: want one per queue of a 2-queue veth", recs)
+	}
+	// Many flows: the peer spreads them over its transmit queues, each of
+	// which lands on the receive queue of the same number.
+	const flows, per = 32, 4
+	for range flows {
+		c := v.udpSender(t)
+		for range per {
+			if _, err := c.WriteToUDPAddrPort([]byte("q"), netip.AddrPortFrom(v.HostAddr, 40040)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for recs[0].count()+recs[1].count() < flows*per {
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d + %d datagrams, want %d", recs[0].count(), recs[1].count(), flows*per)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("queue 0: %d, queue 1: %d, mode %s", recs[0].count(), recs[1].count(), l.Mode())
+}

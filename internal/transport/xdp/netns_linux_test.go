@@ -58,7 +58,10 @@ func run(t testing.TB, args ...string) string {
 
 // newVeth creates a namespace and a veth pair with IPv4 addresses in
 // 198.18.0.0/15 (the benchmarking range), removed when the test ends.
-func newVeth(t testing.TB) *vethPair {
+func newVeth(t testing.TB) *vethPair { return newVethQueues(t, 1) }
+
+// newVethQueues is newVeth with that many queues on each end.
+func newVethQueues(t testing.TB, queues int) *vethPair {
 	t.Helper()
 	needRoot(t)
 	n := vethSeq.Add(1)
@@ -71,7 +74,8 @@ func newVeth(t testing.TB) *vethPair {
 	}
 	run(t, "ip", "netns", "add", v.NS)
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", v.NS).Run() })
-	run(t, "ip", "link", "add", v.Host, "type", "veth", "peer", "name", v.Peer, "netns", v.NS)
+	q := fmt.Sprint(queues)
+	run(t, "ip", "link", "add", v.Host, "numtxqueues", q, "numrxqueues", q, "type", "veth", "peer", "name", v.Peer, "netns", v.NS, "numtxqueues", q, "numrxqueues", q)
 	t.Cleanup(func() { exec.Command("ip", "link", "del", v.Host).Run() })
 	run(t, "ip", "addr", "add", v.HostAddr.String()+"/24", "dev", v.Host)
 	run(t, "ip", "link", "set", v.Host, "up")
