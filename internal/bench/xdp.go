@@ -159,7 +159,7 @@ type benchVeth struct {
 
 func newBenchVeth() (*benchVeth, error) {
 	id := os.Getpid() % 100000
-	k := os.Getpid() % 250
+	k := os.Getpid() % 200 // 198.19.0-199: the tests use 198.18 and 198.19.200-249
 	v := &benchVeth{
 		ns: fmt.Sprintf("dtabench%d", id), host: fmt.Sprintf("dbxa%d", id), peer: fmt.Sprintf("dbxb%d", id),
 		hostAddr: netip.AddrFrom4([4]byte{198, 19, byte(k), 1}), peerAddr: netip.AddrFrom4([4]byte{198, 19, byte(k), 2}),
