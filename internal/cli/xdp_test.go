@@ -17,7 +17,7 @@ import (
 
 // xdpVeth creates a network namespace and a veth pair for an AF_XDP test:
 // the host end (listener side) stays in this namespace with 198.19.K.1, the
-// peer end (sender side) goes into the namespace with 198.18.K.2. It skips
+// peer end (sender side) goes into the namespace with 198.19.K.2. It skips
 // without root or iproute2, except in CI (CI=true), where it fails.
 func xdpVeth(t *testing.T) (ns, host, hostIP, peerIP string) {
 	t.Helper()
