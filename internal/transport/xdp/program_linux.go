@@ -144,16 +144,12 @@ func loadObjects(ports []uint16, queues int) (*objects, error) {
 }
 
 func (o *objects) close() {
-	for _, c := range []interface{ Close() error }{o.prog, o.ports, o.xsks} {
-		switch v := c.(type) {
-		case *ebpf.Program:
-			if v != nil {
-				v.Close()
-			}
-		case *ebpf.Map:
-			if v != nil {
-				v.Close()
-			}
+	if o.prog != nil {
+		o.prog.Close()
+	}
+	for _, m := range []*ebpf.Map{o.ports, o.xsks} {
+		if m != nil {
+			m.Close()
 		}
 	}
 }
