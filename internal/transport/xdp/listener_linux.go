@@ -288,7 +288,7 @@ type reader struct {
 	batch  uint32
 	dgrams []Datagram
 	route  []int8   // per batch slot: index into hs, or -1
-	addrs  []uint64 // per batch slot: frame base address
+	addrs  []uint64 // frame base addresses of the batch's valid descriptors
 	pfd    [1]unix.PollFd
 	wait   int           // poll timeout, ms
 	pause  unix.Timespec // Config.Coalesce
@@ -381,15 +381,18 @@ func (r *reader) receive() uint32 {
 	// datagram by the time its handler runs.
 	var packets, bytes, invalid uint64
 	var bad [numReasons]uint64
+	var frames uint32 // frames to refill: every valid descriptor's
 	for i := range n {
 		d := s.rx.rxDesc(cons + i)
-		r.addrs[i] = d.Addr &^ (s.frameSize - 1)
 		r.route[i] = -1
 		f := s.frame(d)
 		if f == nil {
+			// Not a frame of ours: nothing to give back either.
 			invalid++
 			continue
 		}
+		r.addrs[frames] = d.Addr &^ (s.frameSize - 1)
+		frames++
 		dg := &r.dgrams[i]
 		reason := ParseFrame(f, dg)
 		if reason == ReasonNone {
@@ -436,12 +439,12 @@ func (r *reader) receive() uint32 {
 			r.used[j] = false
 		}
 	}
-	r.refill(n)
+	r.refill(frames)
 	return n
 }
 
-// refill returns the batch's n frames to the fill ring. Every frame the
-// socket owns fits in the fill ring, so there is always room.
+// refill returns the batch's n frames (r.addrs[:n]) to the fill ring. Every
+// frame the socket owns fits in the fill ring, so there is always room.
 func (r *reader) refill(n uint32) {
 	fill := &r.s.fill
 	prod := atomic.LoadUint32(fill.producer)

@@ -96,6 +96,9 @@ func TestReaderHandsOnGoodFramesAndCountsTheRest(t *testing.T) {
 	if st.InvalidDescs.Load() != 1 {
 		t.Errorf("InvalidDescs = %d, want 1", st.InvalidDescs.Load())
 	}
+	if got := atomic.LoadUint32(s.fill.producer); got != 4 {
+		t.Errorf("an invalid descriptor was given back to the fill ring (producer %d, want 4)", got)
+	}
 }
 
 func TestReaderBatchDoesNotAllocate(t *testing.T) {
