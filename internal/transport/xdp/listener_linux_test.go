@@ -396,3 +396,29 @@ func TestEveryQueueGetsASocketAndAReader(t *testing.T) {
 	}
 	t.Logf("queue 0: %d, queue 1: %d, mode %s", recs[0].count(), recs[1].count(), l.Mode())
 }
+
+// echo replies to every datagram with its payload.
+type echo struct{}
+
+func (echo) HandlePacket(b []byte, from netip.AddrPort, r Replier) { r.Reply(b, from) }
+func (echo) EndBatch()                                             {}
+
+func TestRepliesComeFromTheAddressReportsWentTo(t *testing.T) {
+	v := newVeth(t)
+	l := startListener(t, testConfig(v.Host), []Route{{Port: 40040, NewHandler: func(int) Handler { return echo{} }}})
+	c := v.udpSender(t)
+	if _, err := c.WriteToUDPAddrPort([]byte("ack me"), netip.AddrPortFrom(v.HostAddr, 40040)); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 64)
+	n, from, err := c.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		t.Fatalf("no reply: %v (reply errors %d)", err, l.Stats().ReplyErrors.Load())
+	}
+	// A reporter matches replies by the translator's address (the port is
+	// the reply socket's own).
+	if string(buf[:n]) != "ack me" || from.Addr() != v.HostAddr {
+		t.Errorf("reply %q from %v, want from %v", buf[:n], from, v.HostAddr)
+	}
+}
