@@ -64,6 +64,7 @@ func TestLayering(t *testing.T) {
 		{pkg: "internal/hawkeye/telemetry", deny: []string{"net", "net/http", "os", "github.com/spf13/cobra", mod + "client", mod + "internal/hawkeye/diagnose", mod + "internal/translator", mod + "internal/store", mod + "internal/collector"}},
 		{pkg: "internal/hawkeye/diagnose", deny: []string{"net", "os", "github.com/spf13/cobra", mod + "reporter", mod + "internal/hawkeye/netsim", mod + "internal/hawkeye/telemetry", mod + "internal/query", mod + "internal/store", mod + "internal/collector", mod + "internal/translator"}},
 		{pkg: "internal/hawkeye", deny: []string{"github.com/spf13/cobra", mod + "internal/cli", mod + "internal/collector", mod + "internal/store", mod + "internal/query", mod + "internal/translator", mod + "internal/ingest"}},
+		{pkg: "internal/transport/xdp", deny: []string{"net/http", "flag", "github.com/spf13/cobra", "github.com/prometheus/client_golang/prometheus", mod + "internal/translator", mod + "wire/dta", mod + "internal/ingest"}},
 		{pkg: "client", deny: []string{mod + "internal/", "github.com/spf13/cobra"}},
 		{pkg: "reporter", deny: []string{mod + "internal/", "github.com/spf13/cobra"}},
 	}

@@ -345,6 +345,18 @@ var onlyWhenConfigured = map[string]string{
 	"dta_fanout_malformed_total":              "dta translator --collector A,B,C (several collectors)",
 	"dta_fanout_collector_up":                 "dta translator --collector A,B,C (several collectors)",
 	"dta_fanout_replicas":                     "dta translator --collector A,B,C (several collectors)",
+	"dta_xdp_packets_total":                   "translator.transport: xdp",
+	"dta_xdp_bytes_total":                     "translator.transport: xdp",
+	"dta_xdp_batches_total":                   "translator.transport: xdp",
+	"dta_xdp_empty_polls_total":               "translator.transport: xdp",
+	"dta_xdp_fill_starved_total":              "translator.transport: xdp",
+	"dta_xdp_invalid_descs_total":             "translator.transport: xdp",
+	"dta_xdp_reply_errors_total":              "translator.transport: xdp",
+	"dta_xdp_malformed_total":                 "translator.transport: xdp",
+	"dta_xdp_kernel_rx_dropped_total":         "translator.transport: xdp",
+	"dta_xdp_kernel_rx_ring_full_total":       "translator.transport: xdp",
+	"dta_xdp_kernel_rx_fill_ring_empty_total": "translator.transport: xdp",
+	"dta_xdp_kernel_rx_invalid_descs_total":   "translator.transport: xdp",
 }
 
 func TestEveryMetricTheDashboardUsesIsExported(t *testing.T) {

@@ -35,6 +35,7 @@ type benchOptions struct {
 	quiet      bool
 	cpuProfile string
 	jsonFile   string
+	transport  string
 	cfg        bench.Config
 }
 
@@ -94,12 +95,28 @@ responder's receive thread and the rest (the translator), and give the ops
 the responder executed per second and the RDMA ops sent per report. The
 baseline is unchanged.
 
+--transport xdp measures the AF_XDP ingest instead (Linux, root): it creates a
+network namespace and a veth pair, sends single-report Key-Write datagrams
+from the namespace as fast as one AF_XDP TX sender thread goes, and receives
+them on the host end, first through AF_XDP (the XDP program attached, one
+queue, one reader), then, in the same run, through a UDP socket read with
+recvmmsg; both feed the real translator writing into a local Key-Write store.
+It prints, per transport, the accepted rate and the reports per CPU second of
+the receiving side: the process's CPU minus the sender thread's, plus the
+machine's softirq time (the veth receive path: NAPI and the XDP program, or
+the kernel's IP/UDP receive), and per reader CPU second alone; then the
+XDP/UDP ratios. --rate paces the sender (packets per second), so that both
+paths can be compared below the rate at which either drops. --primitive,
+--mode, --baseline, --ceiling, --sink, --senders, --readers and --int do not
+apply.
+
 A progress line goes to stderr every second (-q silences it).`,
 		Example: `  dta bench
   dta bench --primitive keywrite --mode multi/recvmmsg --duration 5s
   dta bench --repeat 3 -o json > bench.json
   dta bench --primitive append --mode multi16/recvmmsg --rate 2e6
-  dta bench --sink roce --primitive keywrite,append --mode multi/recvmmsg`,
+  dta bench --sink roce --primitive keywrite,append --mode multi/recvmmsg
+  sudo dta bench --transport xdp --duration 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.complete(); err != nil {
@@ -137,6 +154,7 @@ A progress line goes to stderr every second (-q silences it).`,
 	fl.StringVarP(&o.output, "output", "o", "table", "output: table or json")
 	fl.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
 	fl.StringVar(&o.jsonFile, "json", "", "also write the JSON output to `file`")
+	fl.StringVar(&o.transport, "transport", "udp", "udp (loopback, the default) or xdp (AF_XDP ingest against UDP over a veth pair in a network namespace; root)")
 	fl.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark (senders included) to `file`")
 	return cmd
 }
@@ -201,6 +219,9 @@ func (o *benchOptions) complete() error {
 	if o.output != "table" && o.output != "json" {
 		return usageError("-o: %q is not table or json", o.output)
 	}
+	if o.transport != "udp" && o.transport != "xdp" {
+		return usageError("--transport: %q is not udp or xdp", o.transport)
+	}
 	if err := c.Validate(); err != nil {
 		return usageError("%v", err)
 	}
@@ -222,6 +243,9 @@ func runBench(cmd *cobra.Command, o *benchOptions) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if o.transport == "xdp" {
+		return runXDPBench(cmd, o)
 	}
 	var reps []*bench.Report
 	var runErr error
@@ -256,6 +280,51 @@ func runBench(cmd *cobra.Command, o *benchOptions) error {
 		err = runErr
 	}
 	return err
+}
+
+// runXDPBench runs bench.RunXDP --repeat times and prints every run.
+func runXDPBench(cmd *cobra.Command, o *benchOptions) error {
+	var reps []*bench.XDPReport
+	var runErr error
+	for range o.repeat {
+		rep, err := bench.RunXDP(cmd.Context(), o.cfg)
+		if rep != nil {
+			reps = append(reps, rep)
+		}
+		if err != nil {
+			runErr = err
+			break
+		}
+	}
+	out := cmd.OutOrStdout()
+	if o.output == "json" || o.jsonFile != "" {
+		b, err := json.MarshalIndent(struct {
+			Runs []*bench.XDPReport `json:"runs"`
+		}{reps}, "", "  ")
+		if err != nil {
+			return err
+		}
+		b = append(b, '\n')
+		if o.output == "json" {
+			out.Write(b)
+		}
+		if o.jsonFile != "" {
+			if err := os.WriteFile(o.jsonFile, b, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	if o.output == "table" {
+		for i, r := range reps {
+			if len(reps) > 1 {
+				fmt.Fprintf(out, "# run %d of %d\n", i+1, len(reps))
+			}
+			if err := r.WriteTable(out); err != nil {
+				return err
+			}
+		}
+	}
+	return runErr
 }
 
 // writeBenchJSON writes one report, or the runs and their combination.

@@ -55,6 +55,17 @@ func newTranslatorStack(f *config.File, descs []store.Descriptor, sink memop.Sin
 	return &translatorStack{tr: tr, in: in, gate: gate}, nil
 }
 
+// xdpFlagUsage is the help of dta up's and dta translator's --xdp.
+const xdpFlagUsage = "receive reports (and INT reports) through AF_XDP on `interface` instead of UDP sockets (sets translator.transport: xdp and translator.xdp.interface; root or CAP_BPF+CAP_NET_ADMIN; docs/OPERATIONS.md)"
+
+// useXDP selects the AF_XDP ingest on interface ifname ("" selects UDP).
+func useXDP(f *config.File, ifname string) {
+	f.Translator.Transport, f.Translator.XDP.Interface = config.TransportXDP, ifname
+	if ifname == "" {
+		f.Translator.Transport = config.TransportUDP
+	}
+}
+
 // newIngest binds the report sockets (and the INT ones, if configured) in
 // front of backend, behind the source allowlist and rate limits.
 func newIngest(f *config.File, descs []store.Descriptor, backend ingest.Backend, logger *slog.Logger) (*ingest.Ingest, *admit.Gate, error) {

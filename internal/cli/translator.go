@@ -23,7 +23,7 @@ import (
 )
 
 func newTranslatorCmd() *cobra.Command {
-	var configPath, collectorAddr, listen, httpAddr, rdmaLocal, intListen string
+	var configPath, collectorAddr, listen, httpAddr, rdmaLocal, intListen, xdpIf string
 	var exportBrokers []string
 	var sec securityFlags
 	cmd := &cobra.Command{
@@ -58,6 +58,9 @@ metrics server. SIGHUP reloads them without a restart (docs/OPERATIONS.md,
 				if cmd.Flags().Changed("int-listen") {
 					f.Translator.INTListen = intListen
 				}
+				if cmd.Flags().Changed("xdp") {
+					useXDP(f, xdpIf)
+				}
 				if cmd.Flags().Changed("listen") {
 					f.Translator.Listen = listen
 				}
@@ -83,6 +86,7 @@ metrics server. SIGHUP reloads them without a restart (docs/OPERATIONS.md,
 	fl.StringVarP(&configPath, "config", "c", "", "YAML configuration file (default: the embedded defaults)")
 	fl.StringVar(&collectorAddr, "collector", "", "the collector's RoCEv2 address IP:PORT, or several as [NAME=]IP:PORT,... over which keys are partitioned (overrides translator.collector)")
 	fl.StringVar(&listen, "listen", ":40040", "UDP address for DTA reports (overrides translator.listen)")
+	fl.StringVar(&xdpIf, "xdp", "", xdpFlagUsage)
 	fl.StringVar(&intListen, "int-listen", "", "also receive P4.org INT telemetry reports on this UDP `address` (overrides translator.int_listen)")
 	fl.StringSliceVar(&exportBrokers, "export-brokers", nil, "export the Postcarding paths this translator writes out to these Kafka `brokers` (host:port,...; overrides export.brokers)")
 	fl.StringVar(&httpAddr, "http", ":8041", "HTTP address for /metrics and /healthz (overrides translator.http)")
@@ -133,6 +137,11 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 		st.resumeAppendHeads(up.Heads()) // the collector may hold entries already
 		if err := reg.Register(st.metrics()); err != nil {
 			return err
+		}
+		if x := st.in.XDPListener(); x != nil {
+			if err := reg.Register(metrics.XDP{L: x}); err != nil {
+				return err
+			}
 		}
 		if err := reg.Register(metrics.Requester{R: up.Requester()}); err != nil {
 			return err

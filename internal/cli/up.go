@@ -35,6 +35,7 @@ type upOptions struct {
 	rdmaChanged   bool
 	dataDir       string
 	intListen     string
+	xdpIf         string
 	exportBrokers []string
 }
 
@@ -86,6 +87,9 @@ refused with an error and the old settings stay.`,
 				if cmd.Flags().Changed("int-listen") {
 					f.Translator.INTListen = o.intListen
 				}
+				if cmd.Flags().Changed("xdp") {
+					useXDP(f, o.xdpIf)
+				}
 				if cmd.Flags().Changed("export-brokers") {
 					f.Export.Brokers = o.exportBrokers
 				}
@@ -122,6 +126,7 @@ refused with an error and the old settings stay.`,
 	fl.BoolVar(&o.printConfig, "print-config", false, "print the effective configuration as YAML and exit")
 	fl.StringVar(&o.sink, "sink", "local", "how the translator reaches the stores: local (in-process) or roce (RoCEv2 over UDP, both halves in this process)")
 	fl.StringVar(&o.rdma, "rdma", "127.0.0.1:0", "with --sink roce: the responder's UDP address (default: a free loopback port)")
+	fl.StringVar(&o.xdpIf, "xdp", "", xdpFlagUsage)
 	fl.StringVar(&o.intListen, "int-listen", "", "also receive P4.org INT telemetry reports on this UDP `address` (overrides translator.int_listen)")
 	fl.StringVar(&o.dataDir, "data-dir", "", "keep the stores in this directory: checkpoints while running, restored at start (overrides collector.data_dir)")
 	fl.StringSliceVar(&o.exportBrokers, "export-brokers", nil, "export to these Kafka `brokers` (host:port,...; overrides export.brokers; docs/INTEGRATIONS.md)")
@@ -234,6 +239,11 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	late.p.Store(st)
 	if err := col.Metrics().Register(st.metrics()); err != nil {
 		return err
+	}
+	if x := st.in.XDPListener(); x != nil {
+		if err := col.Metrics().Register(metrics.XDP{L: x}); err != nil {
+			return err
+		}
 	}
 	exp, err := startExport(f, col.Catalog(), st.translators(), col.Metrics(), logger)
 	if err != nil {

@@ -85,8 +85,9 @@ type Translator struct {
 	AppendFlushDelay time.Duration  `yaml:"append_flush_delay"`
 	MaxReporters     int            `yaml:"max_reporters"`
 
-	TranslatorGuard `yaml:",inline"`
-	TranslatorINT   `yaml:",inline"`
+	TranslatorGuard     `yaml:",inline"`
+	TranslatorINT       `yaml:",inline"`
+	TranslatorTransport `yaml:",inline"`
 }
 
 // Default returns the embedded defaults.
@@ -215,6 +216,9 @@ func (f *File) Validate() error {
 	if err := f.TranslatorConfig().Validate(); err != nil {
 		return fmt.Errorf("translator.%w", err)
 	}
+	if err := f.validateTransport(); err != nil {
+		return err
+	}
 	if err := f.IngestConfig().Validate(); err != nil {
 		return fmt.Errorf("translator: %w", err)
 	}
@@ -278,6 +282,7 @@ func (f *File) IngestConfig() ingest.Config {
 	}
 	c.UDP.RecvBuffer = int(t.RecvBuffer)
 	c.AckPort = t.AckPort
+	c.XDP, c.XDPFallback = f.XDPConfig(), t.XDP.Fallback == TransportUDP
 	return c
 }
 

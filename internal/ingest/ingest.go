@@ -1,7 +1,8 @@
-// Package ingest runs a translator behind real UDP sockets: batched readers
-// each drive their own translator Worker, replies (ACK/NACK) go back to the
-// reporter, and a ticker flushes the translator's waiting batches and cached
-// paths. It composes transport/udp and translator; it decodes nothing itself.
+// Package ingest runs a translator behind real UDP sockets, or behind AF_XDP
+// sockets on one interface (Config.XDP): batched readers each drive their own
+// translator Worker, replies (ACK/NACK) go back to the reporter, and a ticker
+// flushes the translator's waiting batches and cached paths. It composes
+// transport/udp (or transport/xdp) and translator; it decodes nothing itself.
 package ingest
 
 import (
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/dta-go/dta/internal/intmap"
 	"github.com/dta-go/dta/internal/translator"
 	"github.com/dta-go/dta/internal/transport/udp"
+	"github.com/dta-go/dta/internal/transport/xdp"
 	"github.com/dta-go/dta/wire/dta"
 )
 
@@ -38,6 +41,14 @@ type Config struct {
 	// INT, when set, also receives P4.org INT telemetry reports on a UDP
 	// socket of its own, mapped onto the translator's stores by INT.Mapper.
 	INT *INTConfig
+	// XDP, when set, receives reports (and INT reports) through AF_XDP
+	// sockets on XDP.Interface instead of UDP sockets: the ports are those
+	// of UDP.Addr and INT.UDP.Addr; UDP.Readers and RecvBuffer are unused.
+	XDP *xdp.Config
+	// XDPFallback, with XDP set, falls back to the UDP sockets, with a
+	// logged warning naming the failed step, when AF_XDP cannot be set up.
+	// Without it such a failure is an error.
+	XDPFallback bool
 }
 
 // INTConfig is the INT telemetry report input.
@@ -69,6 +80,11 @@ func (c Config) Validate() error {
 	}
 	if c.Tick <= 0 || c.Tick > time.Second {
 		return fmt.Errorf("tick: %v out of range (0, 1s]", c.Tick)
+	}
+	if c.XDP != nil {
+		if err := c.XDP.Validate(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -108,6 +124,7 @@ type Ingest struct {
 	t      Backend
 	l      *udp.Listener
 	il     *udp.Listener // INT reports; nil without
+	x      *xdp.Listener // with Config.XDP: reports and INT reports; l and il are nil
 	logger *slog.Logger
 	once   sync.Once
 }
@@ -126,6 +143,17 @@ func NewBackend(cfg Config, t Backend, logger *slog.Logger) (*Ingest, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	in := &Ingest{cfg: cfg, t: t, logger: logger}
+	if cfg.XDP != nil {
+		x, err := listenXDP(cfg, t, logger)
+		if err == nil {
+			in.x = x
+			return in, nil
+		}
+		if !cfg.XDPFallback {
+			return nil, err
+		}
+		logger.Warn("AF_XDP ingest unavailable, falling back to UDP sockets (translator.xdp.fallback: udp)", "err", err)
+	}
 	l, err := udp.Listen(cfg.UDP, func(int) udp.Handler {
 		return &handler{w: t.NewWorker(), ackPort: uint16(cfg.AckPort), gate: cfg.Gate}
 	}, logger)
@@ -146,8 +174,51 @@ func NewBackend(cfg Config, t Backend, logger *slog.Logger) (*Ingest, error) {
 	return in, nil
 }
 
+// listenXDP sets up the AF_XDP sockets for the report port and, if
+// configured, the INT port.
+func listenXDP(cfg Config, t Backend, logger *slog.Logger) (*xdp.Listener, error) {
+	port := func(addr string) (uint16, error) {
+		ap, err := netip.ParseAddrPort(addr)
+		if err != nil {
+			// ":40040" and "[::]:40040" style: no host.
+			ap, err = netip.ParseAddrPort("0.0.0.0" + addr[strings.LastIndex(addr, ":"):])
+		}
+		if err != nil || ap.Port() == 0 {
+			return 0, fmt.Errorf("xdp ingest: %q: want a fixed port", addr)
+		}
+		return ap.Port(), nil
+	}
+	p, err := port(cfg.UDP.Addr)
+	if err != nil {
+		return nil, err
+	}
+	routes := []xdp.Route{{Port: p, NewHandler: func(int) xdp.Handler {
+		return &handler{w: t.NewWorker(), ackPort: uint16(cfg.AckPort), gate: cfg.Gate}
+	}}}
+	if cfg.INT != nil {
+		ip, err := port(cfg.INT.UDP.Addr)
+		if err != nil {
+			return nil, err
+		}
+		routes = append(routes, xdp.Route{Port: ip, NewHandler: func(int) xdp.Handler {
+			return &intHandler{w: t.NewWorker(), m: cfg.INT.Mapper.NewWorker(), gate: cfg.Gate}
+		}})
+	}
+	x, err := xdp.Listen(*cfg.XDP, routes, logger)
+	if err != nil {
+		return nil, fmt.Errorf("AF_XDP ingest on %s: %w", cfg.XDP.Interface, err)
+	}
+	return x, nil
+}
+
+// XDPListener returns the AF_XDP listener (nil on the UDP path).
+func (in *Ingest) XDPListener() *xdp.Listener { return in.x }
+
 // INTAddr is the address INT reports are received on (invalid without).
 func (in *Ingest) INTAddr() netip.AddrPort {
+	if in.x != nil && in.cfg.INT != nil {
+		return addrOf(in.cfg.INT.UDP.Addr)
+	}
 	if in.il == nil {
 		return netip.AddrPort{}
 	}
@@ -165,10 +236,26 @@ func (in *Ingest) INTMapper() *intmap.Mapper {
 // INTListener returns the INT reports' listener (nil without).
 func (in *Ingest) INTListener() *udp.Listener { return in.il }
 
-// LocalAddr is the address reports are received on.
-func (in *Ingest) LocalAddr() netip.AddrPort { return in.l.LocalAddr() }
+// LocalAddr is the address reports are received on. On the AF_XDP path it
+// is the configured address (any address of the interface, that port).
+func (in *Ingest) LocalAddr() netip.AddrPort {
+	if in.x != nil {
+		return addrOf(in.cfg.UDP.Addr)
+	}
+	return in.l.LocalAddr()
+}
 
-// Listener returns the UDP listener (for its statistics).
+// addrOf parses a configured listen address; ":port" is 0.0.0.0:port.
+func addrOf(addr string) netip.AddrPort {
+	if ap, err := netip.ParseAddrPort(addr); err == nil {
+		return ap
+	}
+	ap, _ := netip.ParseAddrPort("0.0.0.0" + addr[strings.LastIndex(addr, ":"):])
+	return ap
+}
+
+// Listener returns the UDP listener (for its statistics); nil on the AF_XDP
+// path.
 func (in *Ingest) Listener() *udp.Listener { return in.l }
 
 // Run receives reports until ctx is done or Close is called, then writes out
@@ -201,6 +288,24 @@ func (in *Ingest) Run(ctx context.Context) error {
 			tk.Reset(in.cfg.Tick)
 		}
 	}()
+	var err error
+	if in.x != nil {
+		in.logger.Info("translator receiving through AF_XDP", "interface", in.cfg.XDP.Interface, "mode", in.x.Mode(), "addr", in.LocalAddr().String())
+		err = in.x.Run(ctx)
+	} else {
+		err = in.runUDP(ctx, cancel)
+	}
+	cancel()
+	<-done
+	in.t.FlushAll()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// runUDP runs the UDP listeners until ctx is done or one fails.
+func (in *Ingest) runUDP(ctx context.Context, cancel context.CancelFunc) error {
 	in.logger.Info("translator listening", "addr", in.l.LocalAddr().String())
 	intDone := make(chan error, 1)
 	if in.il != nil {
@@ -215,13 +320,8 @@ func (in *Ingest) Run(ctx context.Context) error {
 	}
 	err := in.l.Run(ctx)
 	cancel()
-	<-done
 	if ierr := <-intDone; err == nil || errors.Is(err, context.Canceled) {
 		err = ierr
-	}
-	in.t.FlushAll()
-	if errors.Is(err, context.Canceled) {
-		err = nil
 	}
 	return err
 }
@@ -230,6 +330,10 @@ func (in *Ingest) Run(ctx context.Context) error {
 func (in *Ingest) Close() error {
 	var err error
 	in.once.Do(func() {
+		if in.x != nil {
+			err = in.x.Close()
+			return
+		}
 		err = in.l.Close()
 		if in.il != nil {
 			in.il.Close()

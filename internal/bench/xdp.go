@@ -1,0 +1,446 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dta-go/dta/internal/ingest"
+	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/internal/translator"
+	"github.com/dta-go/dta/internal/transport/xdp"
+	"github.com/dta-go/dta/wire/dta"
+)
+
+// Transports compared by RunXDP.
+const (
+	TransportXDP = "xdp"
+	TransportUDP = "udp"
+)
+
+// XDPResult is one transport's run in RunXDP: single-report Key-Write
+// datagrams sent from the peer end of a veth pair, received on the host end
+// by the real translator writing into local stores. Rates and CPU are over the
+// measured window; Stored and Dropped over the whole run.
+type XDPResult struct {
+	Transport string  `json:"transport"` // xdp or udp
+	Mode      string  `json:"mode"`      // xdp: attach/bind mode; udp: recvmmsg
+	Seconds   float64 `json:"seconds"`
+
+	Offered  float64 `json:"offered_per_s"`  // packets sent per second (one report each)
+	Accepted float64 `json:"accepted_per_s"` // reports the translator took per second
+
+	Sent    uint64 `json:"sent_packets"`
+	Stored  uint64 `json:"accepted_reports"`
+	Dropped uint64 `json:"kernel_drop_packets"` // xdp: RX ring full, fill ring empty, rx_dropped; udp: socket drops
+
+	// ReaderCPUSeconds is the process's CPU minus the sender thread's: the
+	// reader thread (AF_XDP ring or recvmmsg, translator, stores), the
+	// ticker and the Go runtime.
+	ReaderCPUSeconds float64 `json:"reader_cpu_seconds"`
+	// SoftirqCPUSeconds is the machine's softirq time (/proc/stat, all
+	// CPUs): the veth's receive path (NAPI, the XDP program and the copy
+	// into the UMEM; or the kernel's IP and UDP receive and the socket
+	// queue), which runs in softirq on the sender's CPU.
+	SoftirqCPUSeconds float64 `json:"softirq_cpu_seconds"`
+	SenderCPUSeconds  float64 `json:"sender_cpu_seconds"` // the sender thread, minus the softirq time it hosted (see docs/BENCHMARKS.md)
+
+	// PerCPUSecond is Accepted over the receiving side's CPU: reader plus
+	// softirq.
+	PerCPUSecond float64 `json:"reports_per_cpu_second"`
+	// PerReaderCPUSecond is Accepted over the reader's CPU alone.
+	PerReaderCPUSecond float64 `json:"reports_per_reader_cpu_second"`
+
+	// PacketsPerRead is the mean number of packets per RX ring read
+	// (xdp) or recvmmsg call (udp), whole run.
+	PacketsPerRead float64 `json:"packets_per_read"`
+	// Waits counts the reader's waits for packets (xdp: poll(2) after an
+	// empty ring), whole run.
+	Waits uint64 `json:"waits,omitempty"`
+}
+
+// XDPReport is a whole `dta bench --transport xdp`.
+type XDPReport struct {
+	Machine Machine     `json:"machine"`
+	Config  Summary     `json:"config"`
+	Results []XDPResult `json:"results"`
+	// Ratios of XDP's figures to UDP's, in the same run.
+	Accepted           float64 `json:"xdp_over_udp_accepted"`
+	PerCPUSecond       float64 `json:"xdp_over_udp_per_cpu_second"`
+	PerReaderCPUSecond float64 `json:"xdp_over_udp_per_reader_cpu_second"`
+}
+
+// benchPort is the DTA port the runs use.
+const benchPort = 40040
+
+// RunXDP compares the AF_XDP ingest with the UDP one on this machine. It
+// creates a network namespace and a veth pair (root needed), then for each
+// transport sends single-report Key-Write datagrams as fast as one AF_XDP
+// TX sender thread in the namespace goes, and receives them on the host end:
+// first through AF_XDP (the XDP program attached, one queue, one reader),
+// then through one UDP socket read with recvmmsg, each feeding a fresh
+// translator over the same local Key-Write store. Of cfg it uses Duration,
+// Warmup, Rate (packets per second; 0 = as fast as the sender goes), Keys,
+// Pool, Memory, Hash, Region, RecvBuffer and Progress.
+func RunXDP(ctx context.Context, cfg Config) (*XDPReport, error) {
+	cfg.Primitives, cfg.Modes = []dta.Primitive{dta.KeyWrite}, []Mode{{PerDatagram: 1, Recvmmsg: true}}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("bench: --transport xdp needs root: it creates a network namespace and a veth pair and attaches an XDP program (run it with sudo)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return nil, errors.New("bench: --transport xdp needs the ip command (iproute2)")
+	}
+	v, err := newBenchVeth()
+	if err != nil {
+		return nil, err
+	}
+	defer v.remove()
+	d, err := Descriptor(dta.KeyWrite, cfg.Memory, cfg.Hash)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := store.Open([]store.Descriptor{d}, cfg.Region, nil)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	defer cat.Close()
+	w, err := NewWorkload(dta.KeyWrite, 1, cfg.Keys, cfg.Pool)
+	if err != nil {
+		return nil, err
+	}
+	rep := &XDPReport{Machine: ThisMachine(), Config: Summary{
+		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), Senders: 1, Readers: 1,
+		Keys: cfg.Keys, Memory: cfg.Memory, Hash: cfg.Hash.String(),
+		HugePages: cfg.Region.HugePages.String(), Prefault: cfg.Region.Prefault, RecvBuffer: cfg.RecvBuffer,
+	}}
+	for i, tr := range []string{TransportXDP, TransportUDP} {
+		r, err := v.run(ctx, cfg, tr, w, cat, i+1)
+		if r != nil {
+			rep.Results = append(rep.Results, *r)
+		}
+		if err != nil {
+			return rep, err
+		}
+	}
+	if len(rep.Results) == 2 {
+		x, u := rep.Results[0], rep.Results[1]
+		rep.Accepted = ratio(x.Accepted, u.Accepted)
+		rep.PerCPUSecond = ratio(x.PerCPUSecond, u.PerCPUSecond)
+		rep.PerReaderCPUSecond = ratio(x.PerReaderCPUSecond, u.PerReaderCPUSecond)
+	}
+	return rep, nil
+}
+
+// benchVeth is the namespace and veth pair of a RunXDP.
+type benchVeth struct {
+	ns, host, peer     string
+	hostAddr, peerAddr netip.Addr
+	hostMAC, peerMAC   [6]byte
+}
+
+func newBenchVeth() (*benchVeth, error) {
+	id := os.Getpid() % 100000
+	k := os.Getpid() % 200 // 198.19.0-199: the tests use 198.18 and 198.19.200-249
+	v := &benchVeth{
+		ns: fmt.Sprintf("dtabench%d", id), host: fmt.Sprintf("dbxa%d", id), peer: fmt.Sprintf("dbxb%d", id),
+		hostAddr: netip.AddrFrom4([4]byte{198, 19, byte(k), 1}), peerAddr: netip.AddrFrom4([4]byte{198, 19, byte(k), 2}),
+	}
+	steps := [][]string{
+		{"netns", "add", v.ns},
+		{"link", "add", v.host, "type", "veth", "peer", "name", v.peer, "netns", v.ns},
+		{"addr", "add", v.hostAddr.String() + "/24", "dev", v.host},
+		{"link", "set", v.host, "up"},
+		{"-n", v.ns, "addr", "add", v.peerAddr.String() + "/24", "dev", v.peer},
+		{"-n", v.ns, "link", "set", v.peer, "up"},
+	}
+	for _, s := range steps {
+		if out, err := exec.Command("ip", s...).CombinedOutput(); err != nil {
+			v.remove()
+			return nil, fmt.Errorf("bench: ip %s: %v: %s", strings.Join(s, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	ifc, err := net.InterfaceByName(v.host)
+	if err != nil {
+		v.remove()
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	copy(v.hostMAC[:], ifc.HardwareAddr)
+	return v, nil
+}
+
+func (v *benchVeth) remove() {
+	exec.Command("ip", "link", "del", v.host).Run()
+	exec.Command("ip", "netns", "del", v.ns).Run()
+}
+
+// xdpSender sends the workload's datagrams as Ethernet frames on the peer
+// end's AF_XDP TX ring, from its own OS thread in the namespace.
+type xdpSender struct {
+	stop atomic.Bool
+	sent atomic.Uint64 // packets queued and kicked
+	tid  atomic.Int64
+	err  error
+	done chan struct{}
+}
+
+// startSender starts the sender and returns once its socket is open;
+// rate, if not 0, paces it to that many packets per second.
+func (v *benchVeth) startSender(w *Workload, rate float64) (*xdpSender, error) {
+	s := &xdpSender{done: make(chan struct{})}
+	ready := make(chan error, 1)
+	go func() {
+		defer close(s.done)
+		runtime.LockOSThread() // never unlocked: the thread is in the namespace and leaves with the goroutine
+		s.tid.Store(int64(unix.Gettid()))
+		nsf, err := os.Open("/run/netns/" + v.ns)
+		if err != nil {
+			ready <- fmt.Errorf("bench: open namespace %s: %w", v.ns, err)
+			return
+		}
+		err = unix.Setns(int(nsf.Fd()), unix.CLONE_NEWNET)
+		nsf.Close()
+		if err != nil {
+			ready <- fmt.Errorf("bench: enter namespace %s: %w", v.ns, err)
+			return
+		}
+		xc := xdp.DefaultConfig()
+		xc.BindMode = xdp.BindCopy
+		snd, err := xdp.NewSender(v.peer, xc)
+		if err != nil {
+			ready <- err
+			return
+		}
+		defer snd.Close()
+		if p, err := net.InterfaceByName(v.peer); err == nil {
+			copy(v.peerMAC[:], p.HardwareAddr)
+		}
+		ready <- nil
+		src := netip.AddrPortFrom(v.peerAddr, 40000)
+		dst := netip.AddrPortFrom(v.hostAddr, benchPort)
+		next := 0
+		fill := func(b []byte) []byte {
+			d := w.Datagram(next)
+			if next++; next == w.Datagrams() {
+				next = 0
+			}
+			return xdp.AppendFrame(b, v.peerMAC, v.hostMAC, src, dst, d)
+		}
+		var sent uint64
+		start := time.Now()
+		for !s.stop.Load() {
+			n := 64
+			if rate > 0 {
+				due := uint64(time.Since(start).Seconds()*rate) + 1
+				if due <= sent {
+					time.Sleep(max(time.Duration(float64(sent+1-due)/rate*1e9), 50*time.Microsecond))
+					continue
+				}
+				n = int(min(due-sent, 64))
+			}
+			k, err := snd.Send(n, fill)
+			if err != nil {
+				s.err = err
+				return
+			}
+			sent += uint64(k)
+			s.sent.Store(sent)
+			if k == 0 {
+				runtime.Gosched()
+			}
+		}
+	}()
+	if err := <-ready; err != nil {
+		<-s.done
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *xdpSender) halt() error {
+	s.stop.Store(true)
+	<-s.done
+	return s.err
+}
+
+// xdpSnap is the counters at one instant.
+type xdpSnap struct {
+	at                    time.Time
+	sent, stored          uint64
+	proc, sender, softirq time.Duration
+}
+
+// run measures one transport.
+func (v *benchVeth) run(ctx context.Context, cfg Config, transport string, w *Workload, cat *store.Catalog, n int) (*XDPResult, error) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	tr, err := translator.New(translator.DefaultConfig(), cat.Descriptors(), cat, nil)
+	if err != nil {
+		return nil, err
+	}
+	ic := ingest.DefaultConfig()
+	ic.UDP.Addr = netip.AddrPortFrom(v.hostAddr, benchPort).String()
+	ic.UDP.Readers, ic.UDP.RecvBuffer, ic.AckPort = 1, cfg.RecvBuffer, 0
+	if transport == TransportXDP {
+		xc := xdp.DefaultConfig()
+		xc.Interface, xc.Queues = v.host, 1
+		ic.XDP = &xc
+	}
+	in, err := ingest.New(ic, tr, nil)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s ingest: %w", transport, err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- in.Run(runCtx) }()
+	res := &XDPResult{Transport: transport, Mode: "recvmmsg"}
+	if x := in.XDPListener(); x != nil {
+		res.Mode = x.Mode()
+	}
+	stored := func() uint64 {
+		var s uint64
+		for _, r := range tr.Stats().Reports {
+			s += r
+		}
+		return s
+	}
+	s, err := v.startSender(w, cfg.Rate)
+	if err != nil {
+		in.Close()
+		<-runErr
+		return nil, err
+	}
+	snap := func() xdpSnap {
+		return xdpSnap{at: time.Now(), sent: s.sent.Load(), stored: stored(), proc: processCPU(),
+			sender: threadCPU(int(s.tid.Load())), softirq: softirqTime()}
+	}
+	label := fmt.Sprintf("[%d/2] keywrite single %-4s", n, transport)
+	interrupted := sleep(ctx, cfg.Warmup)
+	s0 := snap()
+	last := s0
+	for !interrupted && time.Since(s0.at) < cfg.Duration {
+		interrupted = sleep(ctx, min(time.Second, cfg.Duration-time.Since(s0.at)))
+		now := snap()
+		if cfg.Progress != nil {
+			if dt := now.at.Sub(last.at).Seconds(); dt > 0 {
+				fmt.Fprintf(cfg.Progress, "\r%s %4.1fs  offered %7.3f M/s  accepted %7.3f M/s  ",
+					label, now.at.Sub(s0.at).Seconds(), float64(now.sent-last.sent)/dt/1e6, float64(now.stored-last.stored)/dt/1e6)
+			}
+		}
+		last = now
+	}
+	s1 := last
+	if s1.at == s0.at {
+		s1 = snap()
+	}
+	sendErr := s.halt()
+	// Let the reader take what is in its ring or socket buffer.
+	for prev, still := stored(), time.Now(); time.Since(still) < 200*time.Millisecond; {
+		time.Sleep(20 * time.Millisecond)
+		if c := stored(); c != prev {
+			prev, still = c, time.Now()
+		}
+	}
+	if x := in.XDPListener(); x != nil {
+		k := x.KernelStats()
+		res.Dropped = k.RxRingFull + k.RxFillRingEmpty + k.RxDropped
+		st := x.Stats()
+		res.PacketsPerRead = float64(st.Packets.Load()) / float64(max(st.Batches.Load(), 1))
+		res.Waits = st.EmptyPolls.Load()
+	} else {
+		l := in.Listener()
+		res.Dropped = l.KernelDrops()
+		res.PacketsPerRead = float64(l.Stats().Datagrams.Load()) / float64(max(l.Stats().Batches.Load(), 1))
+	}
+	in.Close()
+	err = <-runErr
+	if cfg.Progress != nil {
+		fmt.Fprintln(cfg.Progress)
+	}
+	res.Seconds = s1.at.Sub(s0.at).Seconds()
+	res.Sent, res.Stored = s.sent.Load(), stored()
+	win := s1.stored - s0.stored
+	if res.Seconds > 0 {
+		res.Offered = float64(s1.sent-s0.sent) / res.Seconds
+		res.Accepted = float64(win) / res.Seconds
+	}
+	sender := s1.sender - s0.sender
+	softirq := s1.softirq - s0.softirq
+	reader := s1.proc - s0.proc - sender
+	res.ReaderCPUSeconds, res.SoftirqCPUSeconds = reader.Seconds(), softirq.Seconds()
+	// Without IRQ time accounting the softirq work run on the sender's
+	// thread is in its runtime too: take it out of the sender's figure (an
+	// estimate: softirq also runs elsewhere).
+	res.SenderCPUSeconds = max(sender-softirq, 0).Seconds()
+	if cpu := reader + softirq; cpu > 0 {
+		res.PerCPUSecond = float64(win) / cpu.Seconds()
+	}
+	if reader > 0 {
+		res.PerReaderCPUSecond = float64(win) / reader.Seconds()
+	}
+	if interrupted {
+		return res, ctx.Err()
+	}
+	if err == nil {
+		err = sendErr
+	}
+	if err != nil {
+		return res, fmt.Errorf("bench: %s run: %w", transport, err)
+	}
+	return res, nil
+}
+
+// userHZ is the unit of /proc/stat's times (USER_HZ, 100 on Linux).
+const userHZ = 100
+
+// softirqTime is the softirq time of all CPUs so far, from /proc/stat.
+func softirqTime() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq ...
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0
+	}
+	t, _ := strconv.ParseUint(f[7], 10, 64)
+	return time.Duration(t) * time.Second / userHZ
+}
+
+// WriteTable writes one line per transport and the XDP/UDP ratios.
+func (r *XDPReport) WriteTable(w io.Writer) error {
+	m := r.Machine
+	fmt.Fprintf(w, "# %d CPUs (%s), GOMAXPROCS %d, Linux %s, %s; veth pair, 1 AF_XDP TX sender thread, 1 reader, %g s windows, %d keys, %s Key-Write store (%s, hash %s)\n",
+		m.CPUs, m.CPUModel, m.GOMAXPROCS, m.Kernel, m.GoVersion, r.Config.DurationS, r.Config.Keys, mib(r.Config.Memory), r.Config.HugePages, r.Config.Hash)
+	fmt.Fprintln(w, "# receiving CPU = process CPU minus the sender thread (reader, translator, runtime) + softirq time of all CPUs (the veth receive path)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "transport\tmode\toffered M/s\taccepted M/s\tkernel drops\tpkts/read\treader CPU s\tsoftirq CPU s\tsender CPU s\tM rep/CPU s\tM rep/reader CPU s\t")
+	for _, x := range r.Results {
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t\n", x.Transport, x.Mode, x.Offered/1e6, x.Accepted/1e6,
+			x.Dropped, x.PacketsPerRead, x.ReaderCPUSeconds, x.SoftirqCPUSeconds, x.SenderCPUSeconds, x.PerCPUSecond/1e6, x.PerReaderCPUSecond/1e6)
+	}
+	if len(r.Results) == 2 {
+		fmt.Fprintf(tw, "xdp/udp\t\t\t%.2fx\t\t\t\t\t\t%.2fx\t%.2fx\t\n", r.Accepted, r.PerCPUSecond, r.PerReaderCPUSecond)
+	}
+	return tw.Flush()
+}

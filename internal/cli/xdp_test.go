@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// xdpVeth creates a network namespace and a veth pair for an AF_XDP test:
+// the host end (listener side) stays in this namespace with 198.19.K.1, the
+// peer end (sender side) goes into the namespace with 198.19.K.2. It skips
+// without root or iproute2, except in CI (CI=true), where it fails.
+func xdpVeth(t *testing.T) (ns, host, hostIP, peerIP string) {
+	t.Helper()
+	why := ""
+	if os.Geteuid() != 0 {
+		why = "not root"
+	} else if _, err := exec.LookPath("ip"); err != nil {
+		why = "no ip command"
+	}
+	if why != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the AF_XDP test needs root and iproute2 in CI: %s", why)
+		}
+		t.Skipf("the AF_XDP test needs root and iproute2: %s", why)
+	}
+	id := os.Getpid() % 100000
+	k := 200 + os.Getpid()%50 // 198.19.200-249: apart from the xdp package (198.18) and the bench (198.19.0-199)
+	ns, host, peer := fmt.Sprintf("dtacli%d", id), fmt.Sprintf("dca%d", id), fmt.Sprintf("dcb%d", id)
+	hostIP, peerIP = fmt.Sprintf("198.19.%d.1", k), fmt.Sprintf("198.19.%d.2", k)
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	ip("netns", "add", ns)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	ip("link", "add", host, "type", "veth", "peer", "name", peer, "netns", ns)
+	t.Cleanup(func() { exec.Command("ip", "link", "del", host).Run() })
+	ip("addr", "add", hostIP+"/24", "dev", host)
+	ip("link", "set", host, "up")
+	ip("-n", ns, "addr", "add", peerIP+"/24", "dev", peer)
+	ip("-n", ns, "link", "set", peer, "up")
+	return ns, host, hostIP, peerIP
+}
+
+// dialInNS opens a UDP socket in namespace ns connected to addr.
+func dialInNS(t *testing.T, ns, addr string) net.Conn {
+	t.Helper()
+	var c net.Conn
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread leaves with the goroutine
+		f, ferr := os.Open(filepath.Join("/run/netns", ns))
+		if ferr != nil {
+			err = ferr
+			return
+		}
+		defer f.Close()
+		if err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			return
+		}
+		c, err = net.Dial("udp", addr)
+	}()
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestUpWithTransportXDPAnswersReportsFromAnotherNamespace(t *testing.T) {
+	ns, host, hostIP, _ := xdpVeth(t)
+	bin := buildDTA(t)
+	m, p := startProcess(t, bin, upReady, "up", "--config", smallConfig(t), "--xdp", host, "--listen", hostIP+":40040", "--http", "127.0.0.1:0")
+	base := m[2]
+	if out, _ := exec.Command("ip", "link", "show", "dev", host).Output(); !strings.Contains(string(out), "prog/xdp") {
+		t.Fatalf("dta up attached no XDP program to %s:\n%s\n%s", host, out, p.stderr)
+	}
+	conn := dialInNS(t, ns, hostIP+":40040")
+	// Key-Write, prototype format: key 7 → 0xCAFEF00D, then 0xBEEF.
+	for _, r := range [][]byte{
+		{1, 0, 0, 2, 0, 0, 0, 7, 0xCA, 0xFE, 0xF0, 0x0D},
+		{1, 1, 0, 2, 0, 0, 0, 7, 0x00, 0x00, 0xBE, 0xEF},
+	} {
+		if _, err := conn.Write(r); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	conn.Write([]byte{1, 0}) // truncated report: counted by the translator, not a crash
+	eventually(t, "the collector answers the key written through AF_XDP", func() error {
+		var r struct {
+			Status   string `json:"status"`
+			ValueU32 uint32 `json:"value_u32"`
+		}
+		getJSON(t, base+"/v1/stores/keywrite/keywrite?key=7&n=2", &r)
+		if r.Status != "found" || r.ValueU32 != 0xBEEF {
+			return fmt.Errorf("got %+v", r)
+		}
+		return nil
+	})
+	if got := metric(t, base, "", "dta_xdp_packets_total"); got != 3 {
+		t.Errorf("dta_xdp_packets_total = %v, want 3\n%s", got, p.stderr)
+	}
+	if err := p.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("dta up: %v\n%s", err, p.stderr)
+	}
+	if out, _ := exec.Command("ip", "link", "show", "dev", host).Output(); strings.Contains(string(out), "prog/xdp") {
+		t.Errorf("XDP program still attached after dta up stopped:\n%s", out)
+	}
+}
+
+func TestBenchTransportFlag(t *testing.T) {
+	if code, _, errs := runBenchArgs(t, "--transport", "dpdk"); code != 2 || !strings.Contains(errs, "--transport") {
+		t.Errorf("--transport dpdk: exit %d (%s), want 2 naming the flag", code, errs)
+	}
+	if os.Geteuid() != 0 || testing.Short() {
+		t.Skip("the xdp run needs root")
+	}
+	code, out, errs := runBenchArgs(t, "--transport", "xdp", "--duration", "300ms", "--warmup", "100ms", "--memory", "8MiB",
+		"--keys", "4096", "--pool", "4096", "--prefault=false", "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"native/copy", "recvmmsg", "xdp/udp", "M rep/CPU s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/dta-go/dta/internal/transport/xdp"
+)
+
+// Transports of translator.transport.
+const (
+	// TransportUDP receives reports on ordinary UDP sockets (the default).
+	TransportUDP = "udp"
+	// TransportXDP receives them through AF_XDP sockets on one interface.
+	TransportXDP = "xdp"
+)
+
+// TranslatorTransport selects how reports reach the translator (inline in
+// translator:).
+type TranslatorTransport struct {
+	// Transport is "udp" (the default) or "xdp".
+	Transport string `yaml:"transport"`
+	// XDP configures the AF_XDP ingest (transport: xdp).
+	XDP XDPIngest `yaml:"xdp"`
+}
+
+// XDPIngest is the translator.xdp section. Zero values take
+// internal/transport/xdp's defaults.
+type XDPIngest struct {
+	// Interface is the network interface reports arrive on (required with
+	// transport: xdp).
+	Interface string `yaml:"interface"`
+	// Queues is how many receive queues are read, from queue 0; 0 = all.
+	Queues int `yaml:"queues"`
+	// FrameSize is the UMEM frame size: 2048 or 4096 bytes.
+	FrameSize int `yaml:"frame_size"`
+	// Frames is the number of UMEM frames (and fill ring entries) per queue.
+	Frames int `yaml:"frames"`
+	// RXRing is the RX ring size per queue, in descriptors.
+	RXRing int `yaml:"rx_ring"`
+	// AttachMode is auto, native or generic.
+	AttachMode string `yaml:"attach_mode"`
+	// BindMode is auto, copy or zerocopy.
+	BindMode string `yaml:"bind_mode"`
+	// Fallback is "" (an AF_XDP setup failure stops the translator) or
+	// "udp" (log a warning and receive on UDP sockets instead).
+	Fallback string `yaml:"fallback"`
+}
+
+// XDPConfig returns the AF_XDP listener's Config, or nil when
+// translator.transport is not xdp.
+func (f *File) XDPConfig() *xdp.Config {
+	t := f.Translator
+	if t.Transport != TransportXDP {
+		return nil
+	}
+	c := xdp.DefaultConfig()
+	x := t.XDP
+	c.Interface, c.Queues = x.Interface, x.Queues
+	setIf(&c.FrameSize, x.FrameSize)
+	setIf(&c.Frames, x.Frames)
+	setIf(&c.RXRing, x.RXRing)
+	setIf(&c.BatchSize, t.BatchSize)
+	if x.AttachMode != "" {
+		c.AttachMode = x.AttachMode
+	}
+	if x.BindMode != "" {
+		c.BindMode = x.BindMode
+	}
+	return &c
+}
+
+func setIf(dst *int, v int) {
+	if v != 0 {
+		*dst = v
+	}
+}
+
+// validateTransport checks translator.transport and translator.xdp.
+func (f *File) validateTransport() error {
+	t := f.Translator
+	switch t.Transport {
+	case "", TransportUDP:
+		return nil
+	case TransportXDP:
+	default:
+		return fmt.Errorf("translator.transport: %q (want udp or xdp)", t.Transport)
+	}
+	if t.XDP.Fallback != "" && t.XDP.Fallback != TransportUDP {
+		return fmt.Errorf("translator.xdp.fallback: %q (want \"\" or udp)", t.XDP.Fallback)
+	}
+	if err := f.XDPConfig().Validate(); err != nil {
+		return fmt.Errorf("translator.xdp (transport: xdp): %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestTransportSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		yaml    string
+		wantErr string
+		xdp     bool
+	}{
+		{"the default transport is UDP", "", "", false},
+		{"transport xdp with an interface selects AF_XDP", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n", "", true},
+		{"transport xdp without an interface names the key", "translator:\n  transport: xdp\n", "Config.Interface", false},
+		{"an unknown transport is refused", "translator:\n  transport: dpdk\n", "translator.transport", false},
+		{"an unknown fallback is refused", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n    fallback: tcp\n", "translator.xdp.fallback", false},
+		{"a ring that is not a power of two is refused", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n    rx_ring: 1000\n", "Config.RXRing", false},
+		{"an unknown bind mode is refused", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n    bind_mode: fast\n", "Config.BindMode", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Parse([]byte(tc.yaml))
+			if err == nil {
+				err = f.Validate()
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ic := f.IngestConfig()
+			if (ic.XDP != nil) != tc.xdp {
+				t.Fatalf("IngestConfig().XDP = %v, want set: %v", ic.XDP, tc.xdp)
+			}
+			if tc.xdp && (ic.XDP.Interface != "eth0" || ic.XDP.FrameSize != 2048) {
+				t.Errorf("XDP config %+v", *ic.XDP)
+			}
+		})
+	}
+}

@@ -1,0 +1,42 @@
+// Package xdp is the translator's AF_XDP ingest: an alternative to
+// internal/transport/udp for hosts where the kernel's UDP receive path is the
+// bottleneck.
+//
+// [Listen] loads a small XDP program, written instruction by instruction with
+// cilium/ebpf's asm package (no C toolchain), attaches it to one network
+// interface through a BPF link, and opens one AF_XDP socket per receive
+// queue. The program parses Ethernet (one VLAN tag allowed), IPv4 or IPv6 and
+// UDP, and redirects a frame to the queue's socket when its UDP destination
+// port is one of the configured ports (the DTA port and, when configured, the
+// INT port); every other frame (ARP, ICMP, TCP, other UDP ports, IPv4
+// fragments after the first) passes to the kernel untouched. Each socket is
+// read by its own goroutine, which drains up to BatchSize descriptors from the
+// RX ring, checks each frame ([ParseFrame]), hands the UDP payload to the
+// [Handler] of its port, and returns the frames to the fill ring in one batch.
+// Nothing is copied or allocated per packet.
+//
+// Handlers are the same as the UDP path's (udp.Handler), so the translator's
+// workers are fed identically. Replies (ACK/NACK datagrams) are not built by
+// this package: they leave through one ordinary UDP socket shared by the
+// readers, through the kernel's routing and neighbour tables.
+//
+// Frames the kernel would have rejected (short, bad IPv4 header or checksum,
+// lengths that disagree, fragments) are counted by reason in [Stats] and never
+// handed on. UDP checksums are not verified: frames from local senders over a
+// veth carry partial checksums, and the link layer's CRC has already been
+// checked by the NIC. The kernel's own AF_XDP counters (frames dropped because
+// the RX ring was full or the fill ring empty) are read with
+// [Listener.KernelStats].
+//
+// The program is attached through a BPF link, never through netlink alone: the
+// link, and with it the program, goes away when the process exits, killed or
+// not, so a crashed translator leaves no program steering traffic to a socket
+// nobody reads. [Listener.Close] detaches it at once.
+//
+// The package knows nothing about DTA payloads: it does not decode, validate
+// or route reports, keeps no per-flow state, never retains a frame after the
+// handler returns, and a Listener never transmits on its AF_XDP sockets
+// ([Sender] is a load generator for benchmarks and tests). It needs Linux,
+// CAP_NET_ADMIN and CAP_BPF (or root); elsewhere [Listen] returns
+// [ErrUnsupported].
+package xdp
