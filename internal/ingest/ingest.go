@@ -155,7 +155,7 @@ func NewBackend(cfg Config, t Backend, logger *slog.Logger) (*Ingest, error) {
 		logger.Warn("AF_XDP ingest unavailable, falling back to UDP sockets (translator.xdp.fallback: udp)", "err", err)
 	}
 	l, err := udp.Listen(cfg.UDP, func(int) udp.Handler {
-		return &handler{w: t.NewWorker(), ackPort: uint16(cfg.AckPort), gate: cfg.Gate}
+		return newHandler(t.NewWorker(), uint16(cfg.AckPort), cfg.Gate)
 	}, logger)
 	if err != nil {
 		return nil, fmt.Errorf("listen for reports on %s: %w", cfg.UDP.Addr, err)
@@ -193,7 +193,7 @@ func listenXDP(cfg Config, t Backend, logger *slog.Logger) (*xdp.Listener, error
 		return nil, err
 	}
 	routes := []xdp.Route{{Port: p, NewHandler: func(int) xdp.Handler {
-		return &handler{w: t.NewWorker(), ackPort: uint16(cfg.AckPort), gate: cfg.Gate}
+		return newHandler(t.NewWorker(), uint16(cfg.AckPort), cfg.Gate)
 	}}}
 	if cfg.INT != nil {
 		ip, err := port(cfg.INT.UDP.Addr)
@@ -345,6 +345,7 @@ func (in *Ingest) Close() error {
 // handler adapts a translator Worker to the UDP reader of one socket.
 type handler struct {
 	w       Worker
+	batch   batchWorker // w, when it holds a batch's work until EndBatch
 	ackPort uint16
 	gate    *admit.Gate
 	now     int64
@@ -375,8 +376,33 @@ func (h *handler) HandlePacket(b []byte, from netip.AddrPort, r udp.Replier) {
 	_ = r.Reply(reply, to) // counted by the listener's ReplyErrors
 }
 
-// EndBatch makes the next batch read the clock again.
-func (h *handler) EndBatch() { h.now = 0 }
+// EndBatch ends the worker's batch (it applies what the batch left
+// pending and publishes its counts) and makes the next batch read the clock
+// again.
+func (h *handler) EndBatch() {
+	h.now = 0
+	if h.batch != nil {
+		h.batch.EndBatch()
+	}
+}
+
+// batchWorker is a Worker that can hold a batch's work until EndBatch
+// (translator.Worker).
+type batchWorker interface {
+	DeferToBatch()
+	EndBatch()
+}
+
+// newHandler returns the handler of one reader over w, which, if it can,
+// holds each batch's work until the reader's EndBatch.
+func newHandler(w Worker, ackPort uint16, gate *admit.Gate) *handler {
+	h := &handler{w: w, ackPort: ackPort, gate: gate}
+	if bw, ok := w.(batchWorker); ok {
+		bw.DeferToBatch()
+		h.batch = bw
+	}
+	return h
+}
 
 // intHandler maps INT telemetry report packets onto a translator Worker.
 type intHandler struct {

@@ -83,14 +83,21 @@ func BenchmarkHandle(b *testing.B) {
 					size = "cached"
 				}
 				b.Run(fmt.Sprintf("%v/%s/per=%d", p, size, per), func(b *testing.B) {
-					benchHandle(b, from, p, small, per)
+					benchHandle(b, from, p, small, per, 0)
 				})
+				if per == 1 {
+					// As the ingest drives it: a batch of 64 datagrams
+					// (one recvmmsg or AF_XDP ring batch), then EndBatch.
+					b.Run(fmt.Sprintf("%v/%s/per=1/batch=64", p, size), func(b *testing.B) {
+						benchHandle(b, from, p, small, per, 64)
+					})
+				}
 			}
 		}
 	}
 }
 
-func benchHandle(b *testing.B, from netip.AddrPort, p dta.Primitive, small bool, per int) {
+func benchHandle(b *testing.B, from netip.AddrPort, p dta.Primitive, small bool, per, batch int) {
 	cat := benchCatalog(b, p, small)
 	w, err := bench.NewWorkload(p, per, 1<<20, 1<<20)
 	if err != nil {
@@ -101,6 +108,9 @@ func benchHandle(b *testing.B, from netip.AddrPort, p dta.Primitive, small bool,
 		b.Fatal(err)
 	}
 	wk := tr.NewWorker()
+	if batch > 0 {
+		wk.DeferToBatch()
+	}
 	n := w.Datagrams()
 	ops0 := cat.Stats().Ops.Load()
 	b.ReportAllocs()
@@ -110,7 +120,11 @@ func benchHandle(b *testing.B, from netip.AddrPort, p dta.Primitive, small bool,
 		if i++; i == n {
 			i = 0
 		}
+		if batch > 0 && i%batch == 0 {
+			wk.EndBatch()
+		}
 	}
+	wk.EndBatch()
 	st := tr.Stats()
 	if st.Dropped() != 0 {
 		b.Fatalf("%d reports dropped: %v", st.Dropped(), st.Drops)

@@ -311,3 +311,72 @@ func TestTickSaysWhenNothingIsHeld(t *testing.T) {
 		t.Fatal("Tick not idle after writing the partial batch")
 	}
 }
+
+func TestABatchedWorkerAppliesAndCountsItsDatagramsAtTheEndOfTheBatch(t *testing.T) {
+	tr, cat := newTestTranslator(t, nil)
+	w := tr.NewWorker()
+	w.DeferToBatch()
+	kw := func(key, value byte) []byte { return []byte{0x01, 0, 0, 2, 0, 0, 0, key, 0, 0, 0, value} }
+	query := func(key uint32) (keywrite.Status, byte) {
+		kb := keywrite.CompatKey(key)
+		res, err := cat.ByName("keywrite").KeyWrite.Query(kb[:], 2, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != keywrite.Found {
+			return res.Status, 0
+		}
+		return res.Status, res.Value[3]
+	}
+	for k := range byte(10) {
+		w.Handle(kw(k+1, k+100), reporter, 1)
+	}
+	if st := tr.Stats(); st.Datagrams != 0 || st.Reports[dta.KeyWrite] != 0 {
+		t.Errorf("counts published inside a batch: %d datagrams, %d reports", st.Datagrams, st.Reports[dta.KeyWrite])
+	}
+	if s, _ := query(1); s == keywrite.Found {
+		t.Error("a batched Key-Write was applied before the batch ended")
+	}
+	w.EndBatch()
+	for k := range byte(10) {
+		if s, v := query(uint32(k + 1)); s != keywrite.Found || v != k+100 {
+			t.Errorf("key %d after EndBatch: %v %d, want found %d", k+1, s, v, k+100)
+		}
+	}
+	if st := tr.Stats(); st.Datagrams != 10 || st.Reports[dta.KeyWrite] != 10 {
+		t.Errorf("after EndBatch: %d datagrams, %d reports, want 10 and 10", st.Datagrams, st.Reports[dta.KeyWrite])
+	}
+	// The same key twice in one batch: the later value wins, as unbatched.
+	w.Handle(kw(1, 7), reporter, 1)
+	w.Handle(kw(1, 8), reporter, 1)
+	w.EndBatch()
+	if _, v := query(1); v != 8 {
+		t.Errorf("key 1 holds %d after two writes in one batch, want the later 8", v)
+	}
+	// A datagram the reporter may resend is applied before its ACK.
+	ki := []byte{0x03, 9, byte(dta.FlagRetransmit), 1, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 3}
+	if ack := w.Handle(ki, reporter, 1); ack == nil {
+		t.Fatal("no ACK")
+	}
+	kb := keywrite.CompatKey(5)
+	if n, _ := cat.ByName("keyincrement").KeyIncrement.Query(kb[:], 1); n != 3 {
+		t.Errorf("a retransmittable Key-Increment was ACKed before it was applied (counter %d, want 3)", n)
+	}
+}
+
+func TestABatchedWorkerAllocatesNothing(t *testing.T) {
+	tr, _ := newTestTranslator(t, nil)
+	w := tr.NewWorker()
+	w.DeferToBatch()
+	p := []byte{0x01, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 1}
+	w.Handle(p, reporter, 1)
+	w.EndBatch()
+	if a := testing.AllocsPerRun(200, func() {
+		for range 8 {
+			w.Handle(p, reporter, 1)
+		}
+		w.EndBatch()
+	}); a != 0 {
+		t.Errorf("%v allocations per batch", a)
+	}
+}

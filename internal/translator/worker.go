@@ -57,6 +57,13 @@ type Worker struct {
 	// translator may now hold until a Tick writes them.
 	mayHold bool
 
+	// batched: the caller ends every batch of datagrams with EndBatch
+	// (DeferToBatch), so the stateless ops of a batch's datagrams are
+	// applied together and the counts published once per batch. dgs counts
+	// the datagrams handled since the last publish.
+	batched bool
+	dgs     uint64
+
 	// Rules over the stores of Key-Write, Key-Increment and Append reports
 	// (rules.go): counts by rule index, published with the reports';
 	// ruleOps of the pending ops are rule counter ops.
@@ -118,9 +125,9 @@ func (t *Translator) NewWorker() *Worker {
 // returns the ACK/NACK datagram to send back to the reporter, or nil; the
 // returned slice is valid until the next Handle.
 func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
-	w.stats.Datagrams.Add(1)
+	w.dgs++
 	w.dgFrom, w.dgNow = from, now
-	defer w.publish()
+	defer w.datagramDone()
 	derr := w.dec.Decode(b, &w.dg)
 	h := w.dg.Header
 	// A retransmittable datagram takes part in sequence tracking as soon as
@@ -161,9 +168,13 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 		}
 	}
 	w.flushRun()
-	w.flushPending()
-	if w.push != nil {
-		w.push.Push()
+	if !w.batched || h.Retransmit() {
+		// A datagram the reporter may resend is applied before it is
+		// acknowledged; in a batch, the rest waits for EndBatch.
+		w.flushPending()
+		if w.push != nil {
+			w.push.Push()
+		}
 	}
 	if w.mayHold {
 		w.mayHold = false
@@ -173,6 +184,34 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 		return w.ack(h.Seq, false)
 	}
 	return nil
+}
+
+// datagramDone publishes a datagram's counts unless a batch holds them.
+func (w *Worker) datagramDone() {
+	if !w.batched {
+		w.publish()
+	}
+}
+
+// DeferToBatch tells the worker that its caller ends every batch of
+// datagrams with EndBatch (as the ingest does after each recvmmsg or
+// AF_XDP ring batch): from then on Handle leaves the stateless ops of
+// Key-Write, Key-Increment and Sketch-Merge reports pending, so that one
+// sink call applies a whole batch's (the store prefetches their slots
+// together, and one-report datagrams no longer pay a sink call and its
+// counter updates each), and the counts are published once per batch.
+// Datagrams the reporter may resend are still applied before their ACK.
+func (w *Worker) DeferToBatch() { w.batched = true }
+
+// EndBatch applies the ops the batch's datagrams left pending, sends them
+// if the sink defers, and publishes the batch's counts. Without
+// DeferToBatch there is nothing left to do but it is harmless.
+func (w *Worker) EndBatch() {
+	w.flushPending()
+	if w.push != nil {
+		w.push.Push()
+	}
+	w.publish()
 }
 
 // BeginAdapted starts a datagram of another input format (INT telemetry
@@ -354,6 +393,10 @@ func (w *Worker) flushPending() {
 // publish adds the reports translated (and rules evaluated) since the last
 // call to the stats.
 func (w *Worker) publish() {
+	if w.dgs != 0 {
+		w.stats.Datagrams.Add(w.dgs)
+		w.dgs = 0
+	}
 	for p, n := range w.applied {
 		if n != 0 {
 			w.stats.Reports[p].Add(n)
