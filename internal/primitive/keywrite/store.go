@@ -122,12 +122,19 @@ func (s *Store) checksumAt(off uint64) (uint32, error) {
 // allCopies is the copy mask of vote that reads every copy.
 const allCopies = 1<<hashing.MaxCopies - 1
 
-// queryChunk is how many queries QueryBatch prepares together: the slots of
-// a chunk are prefetched while the previous chunk is voted. 32 queries of 2
-// copies keep the core's miss buffers busy; chunks of 8 to 64 measured within
-// 15 % of each other, one query at a time (a prefetch per query, 16 ahead)
-// 40 % slower.
-const queryChunk = 32
+// queryAhead is how many queries QueryBatch keeps in flight: it hashes query
+// q and prefetches its slots, then votes query q-queryAhead, whose lines have
+// arrived meanwhile. A steady trickle of prefetches (N per query, spread
+// between the votes) keeps the core's miss buffers busy all the time, where a
+// burst per chunk of queries stalls on full buffers and then leaves memory idle
+// while the chunk is voted. A power of two.
+const queryAhead = 16
+
+// pendingQuery is a query of QueryBatch between its prefetch and its vote.
+type pendingQuery struct {
+	sum  uint32
+	offs [hashing.MaxCopies]uint64
+}
 
 // QueryBatch answers one query per key, as Query(keys[i], n, threshold, ...)
 // would, into res[i]; res must be at least as long as keys. A found value is
@@ -135,10 +142,10 @@ const queryChunk = 32
 // vals must hold len(keys)*ValueSize bytes. It allocates nothing.
 //
 // It is faster than one Query per key on a store larger than the caches: it
-// works in chunks of keys, computing every slot address of a chunk and
-// prefetching those cache lines (Region.Prefetch) before it votes on the
-// previous chunk, whose lines have arrived meanwhile. The misses of a chunk
-// overlap instead of each query waiting for its own.
+// is software-pipelined, hashing each key and prefetching its slots
+// (Region.Prefetch) queryAhead queries before it reads and votes them, so
+// the cache misses of many queries overlap instead of each query waiting for
+// its own.
 func (s *Store) QueryBatch(keys [][]byte, n, threshold int, res []Result, vals []byte) error {
 	if n == 0 {
 		n = s.spec.MaxRedundancy
@@ -156,49 +163,115 @@ func (s *Store) QueryBatch(keys [][]byte, n, threshold int, res []Result, vals [
 	if len(vals) < len(keys)*vs {
 		return fmt.Errorf("%d value bytes for %d keys of %d bytes", len(vals), len(keys), vs)
 	}
-	var (
-		offs [2][queryChunk][hashing.MaxCopies]uint64 // chunk c's slots are in offs[c%2]
-		sums [2][queryChunk]uint32
-		flat [queryChunk * hashing.MaxCopies]uint64
-	)
-	chunks := (len(keys) + queryChunk - 1) / queryChunk
-	for c := 0; c <= chunks; c++ {
-		if c < chunks {
-			// Addresses of chunk c, and a prefetch of their lines.
-			cur, m := c&1, 0
-			for j, key := range keys[c*queryChunk : min((c+1)*queryChunk, len(keys))] {
-				k := s.spec.Hash.Key(key)
-				sums[cur][j] = k.Checksum()
-				for i := range n {
-					off := s.spec.Offset(k, i)
-					offs[cur][j][i], flat[m] = off, off
-					m++
+	var ring [queryAhead]pendingQuery
+	// Query q and query q-queryAhead share ring[q%queryAhead]: the older is
+	// voted, then the newer prepared in its place.
+	for q := 0; q < len(keys)+queryAhead; q++ {
+		p := &ring[q&(queryAhead-1)]
+		if v := q - queryAhead; v >= 0 {
+			dst := vals[v*vs : (v+1)*vs : (v+1)*vs]
+			if s.words {
+				if err := s.voteWords(&res[v], p, n, threshold, dst); err != nil {
+					return err
 				}
-			}
-			s.mem.Prefetch(flat[:m])
-		}
-		if c > 0 {
-			// Votes of chunk c-1, prefetched a chunk ago.
-			prev, base := (c-1)&1, (c-1)*queryChunk
-			for j := range min(queryChunk, len(keys)-base) {
-				q := base + j
-				if s.words {
-					r, err := s.queryWords(sums[prev][j], &offs[prev][j], n, threshold, vals[q*vs:q*vs:(q+1)*vs])
-					if err != nil {
-						return err
-					}
-					res[q] = r
-					continue
-				}
-				r, err := s.vote(sums[prev][j], offs[prev][j][:n], allCopies, threshold, vals[q*vs:q*vs:(q+1)*vs])
+			} else {
+				r, err := s.vote(p.sum, p.offs[:n], allCopies, threshold, dst[:0])
 				if err != nil {
 					return err
 				}
-				res[q] = r
+				res[v] = r
 			}
+		}
+		if q < len(keys) {
+			s.prepare(p, keys[q], n)
+			s.mem.Prefetch(p.offs[:n])
 		}
 	}
 	return nil
+}
+
+// prepare hashes key into p: its checksum and the offsets of its n copies.
+func (s *Store) prepare(p *pendingQuery, key []byte, n int) {
+	var k hashing.Keyed
+	if len(key) == 4 {
+		// A compat key, hashed without the byte loop (the same Keyed).
+		k = s.spec.Hash.Key32(binary.LittleEndian.Uint32(key))
+	} else {
+		k = s.spec.Hash.Key(key)
+	}
+	p.sum = k.Checksum()
+	size := s.spec.SlotSize()
+	for i := range n {
+		p.offs[i] = hashing.Reduce(k.Slot(i), s.spec.Slots) * size
+	}
+}
+
+// voteWords is queryWords for QueryBatch: it answers the query p of a store
+// of one-word slots into *r, copying a found value into dst (exactly
+// ValueSize bytes long), without a call to copy it.
+func (s *Store) voteWords(r *Result, p *pendingQuery, n, threshold int, dst []byte) error {
+	var vals [hashing.MaxCopies]uint64
+	checks := 0
+	for _, off := range p.offs[:n] {
+		w, err := s.mem.Load64(off)
+		if err != nil {
+			return err
+		}
+		if uint32(w) == p.sum {
+			vals[checks&(hashing.MaxCopies-1)] = w >> 32 & s.valueMask
+			checks++
+		}
+	}
+	*r = Result{Copies: n, Checks: checks}
+	if checks == 0 {
+		return nil
+	}
+	best, votes, tie := vals[0], checks, false
+	for _, v := range vals[1:checks] {
+		if v != best {
+			best, votes, tie = pluralityWords(vals[:checks])
+			break
+		}
+	}
+	r.Votes = votes
+	switch {
+	case votes < threshold:
+		return nil
+	case tie:
+		r.Status = Conflict
+		return nil
+	}
+	r.Status = Found
+	if len(dst) == 4 {
+		binary.LittleEndian.PutUint32(dst, uint32(best))
+	} else {
+		for i := range dst {
+			dst[i] = byte(best >> (8 * i))
+		}
+	}
+	r.Value = dst
+	return nil
+}
+
+// pluralityWords votes among values that are not all equal: the value with
+// the most copies (the first such in vals), its votes, and whether another
+// value has as many.
+func pluralityWords(vals []uint64) (best uint64, bestVotes int, tie bool) {
+	for _, v := range vals {
+		votes := 0
+		for _, u := range vals {
+			if u == v {
+				votes++
+			}
+		}
+		switch {
+		case votes > bestVotes:
+			best, bestVotes, tie = v, votes, false
+		case votes == bestVotes && v != best:
+			tie = true
+		}
+	}
+	return best, bestVotes, tie
 }
 
 // vote reads the slots at offs whose bit is set in mask (the others did not
