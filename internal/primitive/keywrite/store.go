@@ -128,13 +128,13 @@ const allCopies = 1<<hashing.MaxCopies - 1
 // between the votes) keeps the core's miss buffers busy all the time, where a
 // burst per chunk of queries stalls on full buffers and then leaves memory idle
 // while the chunk is voted. A power of two.
-const queryAhead = 16
+const queryAhead = 32
 
-// pendingQuery is a query of QueryBatch between its prefetch and its vote.
-type pendingQuery struct {
-	sum  uint32
-	offs [hashing.MaxCopies]uint64
-}
+// queryGroup is how many queries QueryBatch prefetches with one call: the
+// call costs about as much as a few queries' hashing, and a random-read loop
+// that prefetches a few addresses per call reads 5–15 % faster than one that
+// prefetches one. It divides queryAhead.
+const queryGroup = 8
 
 // QueryBatch answers one query per key, as Query(keys[i], n, threshold, ...)
 // would, into res[i]; res must be at least as long as keys. A found value is
@@ -163,35 +163,50 @@ func (s *Store) QueryBatch(keys [][]byte, n, threshold int, res []Result, vals [
 	if len(vals) < len(keys)*vs {
 		return fmt.Errorf("%d value bytes for %d keys of %d bytes", len(vals), len(keys), vs)
 	}
-	var ring [queryAhead]pendingQuery
-	// Query q and query q-queryAhead share ring[q%queryAhead]: the older is
-	// voted, then the newer prepared in its place.
-	for q := 0; q < len(keys)+queryAhead; q++ {
-		p := &ring[q&(queryAhead-1)]
-		if v := q - queryAhead; v >= 0 {
+	// The ring of queries in flight: query q is in place q%queryAhead, its
+	// checksum in sums and its n slot offsets in offs[place*n:], so that the
+	// offsets of a group of consecutive queries are consecutive too. Query q
+	// takes the place of query q-queryAhead once that one is voted.
+	var (
+		sums [queryAhead]uint32
+		offs [queryAhead * hashing.MaxCopies]uint64
+	)
+	group := queryGroup
+	for g := 0; g < len(keys)+queryAhead; g += group {
+		for q := g; q < g+group; q++ {
+			v := q - queryAhead
+			if v < 0 || v >= len(keys) {
+				continue
+			}
+			place := q & (queryAhead - 1)
 			dst := vals[v*vs : (v+1)*vs : (v+1)*vs]
 			if s.words {
-				if err := s.voteWords(&res[v], p, n, threshold, dst); err != nil {
+				if err := s.voteWords(&res[v], sums[place], offs[place*n:place*n+n], threshold, dst); err != nil {
 					return err
 				}
-			} else {
-				r, err := s.vote(p.sum, p.offs[:n], allCopies, threshold, dst[:0])
-				if err != nil {
-					return err
-				}
-				res[v] = r
+				continue
 			}
+			r, err := s.vote(sums[place], offs[place*n:place*n+n], allCopies, threshold, dst[:0])
+			if err != nil {
+				return err
+			}
+			res[v] = r
 		}
-		if q < len(keys) {
-			s.prepare(p, keys[q], n)
-			s.mem.Prefetch(p.offs[:n])
+		if end := min(g+group, len(keys)); g < end {
+			first := g & (queryAhead - 1)
+			for q := g; q < end; q++ {
+				place := q & (queryAhead - 1)
+				sums[place] = s.prepare(offs[place*n:place*n+n], keys[q])
+			}
+			s.mem.Prefetch(offs[first*n : (first+end-g)*n])
 		}
 	}
 	return nil
 }
 
-// prepare hashes key into p: its checksum and the offsets of its n copies.
-func (s *Store) prepare(p *pendingQuery, key []byte, n int) {
+// prepare hashes key: it returns the checksum and sets offs to the offsets
+// of its len(offs) copies.
+func (s *Store) prepare(offs []uint64, key []byte) uint32 {
 	var k hashing.Keyed
 	if len(key) == 4 {
 		// A compat key, hashed without the byte loop (the same Keyed).
@@ -199,30 +214,30 @@ func (s *Store) prepare(p *pendingQuery, key []byte, n int) {
 	} else {
 		k = s.spec.Hash.Key(key)
 	}
-	p.sum = k.Checksum()
 	size := s.spec.SlotSize()
-	for i := range n {
-		p.offs[i] = hashing.Reduce(k.Slot(i), s.spec.Slots) * size
+	for i := range offs {
+		offs[i] = hashing.Reduce(k.Slot(i), s.spec.Slots) * size
 	}
+	return k.Checksum()
 }
 
-// voteWords is queryWords for QueryBatch: it answers the query p of a store
-// of one-word slots into *r, copying a found value into dst (exactly
+// voteWords is queryWords for QueryBatch: it answers the query of checksum
+// sum and slots offs on a store of one-word slots into *r, copying a found value into dst (exactly
 // ValueSize bytes long), without a call to copy it.
-func (s *Store) voteWords(r *Result, p *pendingQuery, n, threshold int, dst []byte) error {
+func (s *Store) voteWords(r *Result, sum uint32, offs []uint64, threshold int, dst []byte) error {
 	var vals [hashing.MaxCopies]uint64
 	checks := 0
-	for _, off := range p.offs[:n] {
+	for _, off := range offs {
 		w, err := s.mem.Load64(off)
 		if err != nil {
 			return err
 		}
-		if uint32(w) == p.sum {
+		if uint32(w) == sum {
 			vals[checks&(hashing.MaxCopies-1)] = w >> 32 & s.valueMask
 			checks++
 		}
 	}
-	*r = Result{Copies: n, Checks: checks}
+	*r = Result{Copies: len(offs), Checks: checks}
 	if checks == 0 {
 		return nil
 	}
