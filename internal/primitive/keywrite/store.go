@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/internal/region"
@@ -163,6 +165,12 @@ func (s *Store) QueryBatch(keys [][]byte, n, threshold int, res []Result, vals [
 	if len(vals) < len(keys)*vs {
 		return fmt.Errorf("%d value bytes for %d keys of %d bytes", len(vals), len(keys), vs)
 	}
+	if s.words {
+		if words := s.wordView(); words != nil {
+			s.queryBatchWords(words, keys, n, threshold, res, vals)
+			return nil
+		}
+	}
 	// The ring of queries in flight: query q is in place q%queryAhead, its
 	// checksum in sums and its n slot offsets in offs[place*n:], so that the
 	// offsets of a group of consecutive queries are consecutive too. Query q
@@ -171,54 +179,113 @@ func (s *Store) QueryBatch(keys [][]byte, n, threshold int, res []Result, vals [
 		sums [queryAhead]uint32
 		offs [queryAhead * hashing.MaxCopies]uint64
 	)
-	group := queryGroup
-	for g := 0; g < len(keys)+queryAhead; g += group {
-		for q := g; q < g+group; q++ {
-			v := q - queryAhead
-			if v < 0 || v >= len(keys) {
-				continue
-			}
-			place := q & (queryAhead - 1)
-			dst := vals[v*vs : (v+1)*vs : (v+1)*vs]
-			if s.words {
-				if err := s.voteWords(&res[v], sums[place], offs[place*n:place*n+n], threshold, dst); err != nil {
-					return err
-				}
-				continue
-			}
-			r, err := s.vote(sums[place], offs[place*n:place*n+n], allCopies, threshold, dst[:0])
+	for g := 0; g < len(keys)+queryAhead; g += queryGroup {
+		for v := max(g-queryAhead, 0); v < min(g-queryAhead+queryGroup, len(keys)); v++ {
+			place := v & (queryAhead - 1)
+			r, err := s.vote(sums[place], offs[place*n:place*n+n], allCopies, threshold, vals[v*vs:v*vs:(v+1)*vs])
 			if err != nil {
 				return err
 			}
 			res[v] = r
 		}
-		if end := min(g+group, len(keys)); g < end {
-			first := g & (queryAhead - 1)
-			for q := g; q < end; q++ {
-				place := q & (queryAhead - 1)
-				sums[place] = s.prepare(offs[place*n:place*n+n], keys[q])
-			}
-			s.mem.Prefetch(offs[first*n : (first+end-g)*n])
-		}
+		s.prefetchGroup(&sums, &offs, keys, g, n)
 	}
 	return nil
 }
 
-// prepare hashes key: it returns the checksum and sets offs to the offsets
-// of its len(offs) copies.
-func (s *Store) prepare(offs []uint64, key []byte) uint32 {
-	var k hashing.Keyed
-	if len(key) == 4 {
-		// A compat key, hashed without the byte loop (the same Keyed).
-		k = s.spec.Hash.Key32(binary.LittleEndian.Uint32(key))
-	} else {
-		k = s.spec.Hash.Key(key)
+// prefetchGroup hashes the keys of queries g to g+queryGroup-1 (those that
+// exist) into their places of QueryBatch's ring and prefetches their slots
+// with one call.
+func (s *Store) prefetchGroup(sums *[queryAhead]uint32, offs *[queryAhead * hashing.MaxCopies]uint64, keys [][]byte, g, n int) {
+	end := min(g+queryGroup, len(keys))
+	if g >= end {
+		return
 	}
-	size := s.spec.SlotSize()
-	for i := range offs {
-		offs[i] = hashing.Reduce(k.Slot(i), s.spec.Slots) * size
+	alg, slots, size := s.spec.Hash, s.spec.Slots, s.spec.SlotSize()
+	for q := g; q < end; q++ {
+		place := q & (queryAhead - 1)
+		key := keys[q]
+		var k hashing.Keyed
+		if len(key) == 4 {
+			// A compat key, hashed without the byte loop (the same Keyed).
+			k = alg.Key32(binary.LittleEndian.Uint32(key))
+		} else {
+			k = alg.Key(key)
+		}
+		sums[place] = k.Checksum()
+		o := offs[place*n : place*n+n]
+		for i := range o {
+			o[i] = hashing.Reduce(k.Slot(i), slots) * size
+		}
 	}
-	return k.Checksum()
+	first := g & (queryAhead - 1)
+	s.mem.Prefetch(offs[first*n : (first+end-g)*n])
+}
+
+// wordView returns the store's slots as 8-byte words, or nil if the region's
+// memory is not 8-byte aligned (it is page aligned). The view is valid while
+// the region is open, as the views of Region.Slice are; QueryBatch takes it
+// anew at every call.
+func (s *Store) wordView() []uint64 {
+	size := s.spec.RegionSize()
+	b, err := s.mem.Slice(0, size)
+	if err != nil || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%8 != 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), size/8)
+}
+
+// queryBatchWords is QueryBatch on a store of one-word slots, whose words
+// are words. It votes inline for the usual outcomes (no copy matches, or every
+// matching copy holds the same value) and calls voteWords for the others.
+func (s *Store) queryBatchWords(words []uint64, keys [][]byte, n, threshold int, res []Result, vals []byte) {
+	vs, mask := s.spec.ValueSize, s.valueMask
+	var (
+		sums [queryAhead]uint32
+		offs [queryAhead * hashing.MaxCopies]uint64
+	)
+	for g := 0; g < len(keys)+queryAhead; g += queryGroup {
+		for v := max(g-queryAhead, 0); v < min(g-queryAhead+queryGroup, len(keys)); v++ {
+			place := v & (queryAhead - 1)
+			sum, o := sums[place], offs[place*n:place*n+n]
+			checks, same, first := 0, true, uint64(0)
+			for _, off := range o {
+				w := atomic.LoadUint64(&words[off/8])
+				if uint32(w) != sum {
+					continue
+				}
+				if val := w >> 32 & mask; checks == 0 {
+					first = val
+				} else if val != first {
+					same = false
+				}
+				checks++
+			}
+			r := &res[v]
+			dst := vals[v*vs : (v+1)*vs : (v+1)*vs]
+			switch {
+			case !same:
+				// Copies disagree: the general vote, on a fresh load of
+				// the copies (the region cannot fail: offs are in it).
+				_ = s.voteWords(r, sum, o, threshold, dst)
+			case checks == 0 || checks < threshold:
+				r.Status, r.Value, r.Votes, r.Checks, r.Copies = Empty, nil, checks, checks, n
+			default:
+				if vs == 4 {
+					binary.LittleEndian.PutUint32(dst, uint32(first))
+				} else {
+					for i := range dst {
+						dst[i] = byte(first >> (8 * i))
+					}
+				}
+				// Field by field: a composite literal is built on the stack
+				// and copied with 16-byte loads that straddle its 8-byte
+				// stores, which the CPU cannot forward (a stall per query).
+				r.Status, r.Value, r.Votes, r.Checks, r.Copies = Found, dst, checks, checks, n
+			}
+		}
+		s.prefetchGroup(&sums, &offs, keys, g, n)
+	}
 }
 
 // voteWords is queryWords for QueryBatch: it answers the query of checksum
