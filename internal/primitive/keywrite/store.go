@@ -167,8 +167,7 @@ func (s *Store) QueryBatch(keys [][]byte, n, threshold int, res []Result, vals [
 	}
 	if s.words {
 		if words := s.wordView(); words != nil {
-			s.queryBatchWords(words, keys, n, threshold, res, vals)
-			return nil
+			return s.queryBatchWords(words, keys, n, threshold, res, vals)
 		}
 	}
 	// The ring of queries in flight: query q is in place q%queryAhead, its
@@ -238,7 +237,7 @@ func (s *Store) wordView() []uint64 {
 // queryBatchWords is QueryBatch on a store of one-word slots, whose words
 // are words. It votes inline for the usual outcomes (no copy matches, or every
 // matching copy holds the same value) and calls voteWords for the others.
-func (s *Store) queryBatchWords(words []uint64, keys [][]byte, n, threshold int, res []Result, vals []byte) {
+func (s *Store) queryBatchWords(words []uint64, keys [][]byte, n, threshold int, res []Result, vals []byte) error {
 	vs, mask := s.spec.ValueSize, s.valueMask
 	var (
 		sums [queryAhead]uint32
@@ -265,9 +264,11 @@ func (s *Store) queryBatchWords(words []uint64, keys [][]byte, n, threshold int,
 			dst := vals[v*vs : (v+1)*vs : (v+1)*vs]
 			switch {
 			case !same:
-				// Copies disagree: the general vote, on a fresh load of
-				// the copies (the region cannot fail: offs are in it).
-				_ = s.voteWords(r, sum, o, threshold, dst)
+				// Copies disagree (rare): the general vote, on a fresh
+				// load of the copies.
+				if err := s.voteWords(r, sum, o, threshold, dst); err != nil {
+					return err
+				}
 			case checks == 0 || checks < threshold:
 				r.Status, r.Value, r.Votes, r.Checks, r.Copies = Empty, nil, checks, checks, n
 			default:
@@ -286,11 +287,12 @@ func (s *Store) queryBatchWords(words []uint64, keys [][]byte, n, threshold int,
 		}
 		s.prefetchGroup(&sums, &offs, keys, g, n)
 	}
+	return nil
 }
 
 // voteWords is queryWords for QueryBatch: it answers the query of checksum
-// sum and slots offs on a store of one-word slots into *r, copying a found value into dst (exactly
-// ValueSize bytes long), without a call to copy it.
+// sum and slots offs on a store of one-word slots into *r, copying a found
+// value into dst (exactly ValueSize bytes long) without a call to copy it.
 func (s *Store) voteWords(r *Result, sum uint32, offs []uint64, threshold int, dst []byte) error {
 	var vals [hashing.MaxCopies]uint64
 	checks := 0
