@@ -261,10 +261,19 @@ func TestQueryBatchKeepsOrder(t *testing.T) {
 func TestQueryBatchDuringWrites(t *testing.T) {
 	spec := keywrite.Spec{Slots: 1 << 12, ValueSize: 4, MaxRedundancy: 2, Hash: hashing.CRC32}
 	_, s := open(t, spec)
-	keys := make([][]byte, 64)
-	for i := range keys {
-		k := keywrite.CompatKey(uint32(i))
-		keys[i] = k[:]
+	// 64 keys whose copies share no slot, so that the only writes to a
+	// key's copies are its own.
+	var keys [][]byte
+	used := map[uint64]bool{}
+	for i := uint32(0); len(keys) < 64; i++ {
+		k := keywrite.CompatKey(i)
+		h := spec.Hash.Key(k[:])
+		o0, o1 := spec.Offset(h, 0), spec.Offset(h, 1)
+		if o0 == o1 || used[o0] || used[o1] {
+			continue
+		}
+		used[o0], used[o1] = true, true
+		keys = append(keys, k[:])
 	}
 	word := func(key []byte, v uint32) uint64 {
 		return uint64(v)<<32 | uint64(spec.Hash.Checksum(key))
