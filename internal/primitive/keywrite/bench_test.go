@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"os"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -330,4 +331,52 @@ func reportQueries(b *testing.B, found, queries, n int, ceiling float64) {
 	b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(queries), "ns/query")
 	b.ReportMetric(ceiling, "ceiling-reads/s")
 	b.ReportMetric(rate*float64(n)/ceiling, "of-ceiling")
+}
+
+// BenchmarkQueryAB runs, in turns of about 5 ms each, QueryBatch, the
+// QueryBatch before it was pipelined (QueryBatchChunked) and the ceiling, on
+// the 4 GiB store with N=2 and calls of 1024 keys, and reports the median rate
+// of each over its turns and the medians of the per-round fractions of the
+// ceiling: an A/B in the same minutes on a host whose speed moves. One op is
+// one round of the three.
+func BenchmarkQueryAB(b *testing.B) {
+	const n, chunk, calls = 2, 1024, 8
+	f := queryStore(b, 4<<30, true)
+	type fn func(keys [][]byte, n, threshold int, res []keywrite.Result, vals []byte) error
+	runs := []fn{f.store.QueryBatch, f.store.QueryBatchChunked}
+	res := make([]keywrite.Result, chunk)
+	vals := make([]byte, chunk*4)
+	pos := 0
+	var after, before, ceiling, fracAfter, fracBefore []float64
+	s := uint64(1)
+	for b.Loop() {
+		var rates [2]float64
+		for i, run := range runs {
+			start := time.Now()
+			for range calls {
+				if pos+chunk > len(f.pool) {
+					pos = 0
+				}
+				if err := run(f.pool[pos:pos+chunk], n, 0, res, vals); err != nil {
+					b.Fatal(err)
+				}
+				pos += chunk
+			}
+			rates[i] = calls * chunk / time.Since(start).Seconds()
+		}
+		start := time.Now()
+		sink.Add(ceilingReads(f.mem, &s, calls*chunk*n))
+		c := calls * chunk * n / time.Since(start).Seconds()
+		after, before, ceiling = append(after, rates[0]), append(before, rates[1]), append(ceiling, c)
+		fracAfter, fracBefore = append(fracAfter, rates[0]*n/c), append(fracBefore, rates[1]*n/c)
+	}
+	median := func(x []float64) float64 {
+		slices.Sort(x)
+		return x[len(x)/2]
+	}
+	b.ReportMetric(median(after), "queries/s")
+	b.ReportMetric(median(before), "before-queries/s")
+	b.ReportMetric(median(ceiling), "ceiling-reads/s")
+	b.ReportMetric(median(fracAfter), "of-ceiling")
+	b.ReportMetric(median(fracBefore), "before-of-ceiling")
 }
