@@ -126,16 +126,18 @@ const allCopies = 1<<hashing.MaxCopies - 1
 
 // queryAhead is how many queries QueryBatch keeps in flight: it hashes query
 // q and prefetches its slots, then votes query q-queryAhead, whose lines have
-// arrived meanwhile. A steady trickle of prefetches (N per query, spread
-// between the votes) keeps the core's miss buffers busy all the time, where a
-// burst per chunk of queries stalls on full buffers and then leaves memory idle
-// while the chunk is voted. A power of two.
+// arrived meanwhile. A steady trickle of prefetches, spread between the votes,
+// keeps the core's miss buffers busy all the time, where a burst per chunk of
+// queries (the previous design: 32 queries prefetched, then voted) stalls on
+// full buffers and then leaves memory idle while the chunk is voted. On a
+// 4 GiB store, N=2: 4 ahead is 10–15 % slower than 8 to 32, 64 no better
+// (docs/BENCHMARKS.md). A power of two.
 const queryAhead = 32
 
-// queryGroup is how many queries QueryBatch prefetches with one call: the
-// call costs about as much as a few queries' hashing, and a random-read loop
-// that prefetches a few addresses per call reads 5–15 % faster than one that
-// prefetches one. It divides queryAhead.
+// queryGroup is how many consecutive queries QueryBatch hashes and then
+// prefetches with one Region.Prefetch call (a call into assembly, which Go
+// does not inline): 8 per call measured 5–15 % faster than 1 or 2, 16 and
+// 32 no better. It divides queryAhead.
 const queryGroup = 8
 
 // QueryBatch answers one query per key, as Query(keys[i], n, threshold, ...)
