@@ -333,7 +333,7 @@ func reportQueries(b *testing.B, found, queries, n int, ceiling float64) {
 	b.ReportMetric(rate*float64(n)/ceiling, "of-ceiling")
 }
 
-// BenchmarkQueryAB runs, in turns of about 5 ms each, QueryBatch, the
+// BenchmarkQueryAB runs, in turns of about 1 ms each, QueryBatch, the
 // QueryBatch before it was pipelined (QueryBatchChunked) and the ceiling, on
 // the 4 GiB store with N=2 and calls of 1024 keys, and reports the median rate
 // of each over its turns and the medians of the per-round fractions of the
