@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/dta-go/dta/internal/primitive/keywrite"
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/wire/dta"
 )
@@ -131,13 +132,20 @@ func (s *Server) lookupKeyWrite(st *store.Store, keys []dta.Key, n, threshold in
 	if aerr != nil {
 		return nil, aerr
 	}
-	out := make([]keyWriteResult, len(keys))
-	var buf [4]byte
+	// One QueryBatch for every key: it overlaps the keys' cache misses.
+	bufs := make([][4]byte, len(keys))
+	hashed := make([][]byte, len(keys))
 	for i, k := range keys {
-		res, err := st.KeyWrite.Query(hashedKey(dta.KeyWrite, k, &buf), n, threshold, nil)
-		if err != nil {
-			return nil, internal(err)
-		}
+		hashed[i] = hashedKey(dta.KeyWrite, k, &bufs[i])
+	}
+	results := make([]keywrite.Result, len(keys))
+	vals := make([]byte, len(keys)*st.KeyWrite.Spec().ValueSize)
+	if err := st.KeyWrite.QueryBatch(hashed, n, threshold, results, vals); err != nil {
+		return nil, internal(err)
+	}
+	out := make([]keyWriteResult, len(keys))
+	for i, k := range keys {
+		res := results[i]
 		out[i] = keyWriteResult{Key: k.String(), Status: res.Status.String(), Votes: res.Votes, Checks: res.Checks, Copies: res.Copies}
 		if len(res.Value) > 0 {
 			out[i].Value, out[i].ValueU32 = res.Value, u32(res.Value)

@@ -170,6 +170,13 @@ func TestQueryOutcomes(t *testing.T) {
 			if res.Status != tt.status || !bytes.Equal(res.Value, tt.value) || res.Votes != tt.votes {
 				t.Errorf("got %v % X votes %d, want %v % X votes %d", res.Status, res.Value, res.Votes, tt.status, tt.value, tt.votes)
 			}
+			batch := make([]keywrite.Result, 1)
+			if err := s.KeyWrite.QueryBatch([][]byte{key}, 4, tt.threshold, batch, make([]byte, 4)); err != nil {
+				t.Fatal(err)
+			}
+			if b := batch[0]; b.Status != res.Status || !bytes.Equal(b.Value, res.Value) || b.Votes != res.Votes || b.Checks != res.Checks {
+				t.Errorf("QueryBatch %+v, Query %+v", b, res)
+			}
 		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/internal/region"
@@ -122,12 +124,21 @@ func (s *Store) checksumAt(off uint64) (uint32, error) {
 // allCopies is the copy mask of vote that reads every copy.
 const allCopies = 1<<hashing.MaxCopies - 1
 
-// queryChunk is how many queries QueryBatch prepares together: the slots of
-// a chunk are prefetched while the previous chunk is voted. 32 queries of 2
-// copies keep the core's miss buffers busy; chunks of 8 to 64 measured within
-// 15 % of each other, one query at a time (a prefetch per query, 16 ahead)
-// 40 % slower.
-const queryChunk = 32
+// queryAhead is how many queries QueryBatch keeps in flight: it hashes query
+// q and prefetches its slots, then votes query q-queryAhead, whose lines have
+// arrived meanwhile. A steady trickle of prefetches, spread between the votes,
+// keeps the core's miss buffers busy all the time, where a burst per chunk of
+// queries (the previous design: 32 queries prefetched, then voted) stalls on
+// full buffers and then leaves memory idle while the chunk is voted. On a
+// 4 GiB store, N=2: 4 ahead is 10–15 % slower than 8 to 32, 64 no better
+// (docs/BENCHMARKS.md). A power of two.
+const queryAhead = 32
+
+// queryGroup is how many consecutive queries QueryBatch hashes and then
+// prefetches with one Region.Prefetch call (a call into assembly, which Go
+// does not inline): 8 per call measured 5–15 % faster than 1 or 2, 16 and
+// 32 no better. It divides queryAhead.
+const queryGroup = 8
 
 // QueryBatch answers one query per key, as Query(keys[i], n, threshold, ...)
 // would, into res[i]; res must be at least as long as keys. A found value is
@@ -135,10 +146,10 @@ const queryChunk = 32
 // vals must hold len(keys)*ValueSize bytes. It allocates nothing.
 //
 // It is faster than one Query per key on a store larger than the caches: it
-// works in chunks of keys, computing every slot address of a chunk and
-// prefetching those cache lines (Region.Prefetch) before it votes on the
-// previous chunk, whose lines have arrived meanwhile. The misses of a chunk
-// overlap instead of each query waiting for its own.
+// is software-pipelined, hashing each key and prefetching its slots
+// (Region.Prefetch) queryAhead queries before it reads and votes them, so
+// the cache misses of many queries overlap instead of each query waiting for
+// its own.
 func (s *Store) QueryBatch(keys [][]byte, n, threshold int, res []Result, vals []byte) error {
 	if n == 0 {
 		n = s.spec.MaxRedundancy
@@ -156,49 +167,197 @@ func (s *Store) QueryBatch(keys [][]byte, n, threshold int, res []Result, vals [
 	if len(vals) < len(keys)*vs {
 		return fmt.Errorf("%d value bytes for %d keys of %d bytes", len(vals), len(keys), vs)
 	}
-	var (
-		offs [2][queryChunk][hashing.MaxCopies]uint64 // chunk c's slots are in offs[c%2]
-		sums [2][queryChunk]uint32
-		flat [queryChunk * hashing.MaxCopies]uint64
-	)
-	chunks := (len(keys) + queryChunk - 1) / queryChunk
-	for c := 0; c <= chunks; c++ {
-		if c < chunks {
-			// Addresses of chunk c, and a prefetch of their lines.
-			cur, m := c&1, 0
-			for j, key := range keys[c*queryChunk : min((c+1)*queryChunk, len(keys))] {
-				k := s.spec.Hash.Key(key)
-				sums[cur][j] = k.Checksum()
-				for i := range n {
-					off := s.spec.Offset(k, i)
-					offs[cur][j][i], flat[m] = off, off
-					m++
-				}
-			}
-			s.mem.Prefetch(flat[:m])
-		}
-		if c > 0 {
-			// Votes of chunk c-1, prefetched a chunk ago.
-			prev, base := (c-1)&1, (c-1)*queryChunk
-			for j := range min(queryChunk, len(keys)-base) {
-				q := base + j
-				if s.words {
-					r, err := s.queryWords(sums[prev][j], &offs[prev][j], n, threshold, vals[q*vs:q*vs:(q+1)*vs])
-					if err != nil {
-						return err
-					}
-					res[q] = r
-					continue
-				}
-				r, err := s.vote(sums[prev][j], offs[prev][j][:n], allCopies, threshold, vals[q*vs:q*vs:(q+1)*vs])
-				if err != nil {
-					return err
-				}
-				res[q] = r
-			}
+	if s.words {
+		if words := s.wordView(); words != nil {
+			return s.queryBatchWords(words, keys, n, threshold, res, vals)
 		}
 	}
+	// The ring of queries in flight: query q is in place q%queryAhead, its
+	// checksum in sums and its n slot offsets in offs[place*n:], so that the
+	// offsets of a group of consecutive queries are consecutive too. Query q
+	// takes the place of query q-queryAhead once that one is voted.
+	var (
+		sums [queryAhead]uint32
+		offs [queryAhead * hashing.MaxCopies]uint64
+	)
+	for g := 0; g < len(keys)+queryAhead; g += queryGroup {
+		for v := max(g-queryAhead, 0); v < min(g-queryAhead+queryGroup, len(keys)); v++ {
+			place := v & (queryAhead - 1)
+			r, err := s.vote(sums[place], offs[place*n:place*n+n], allCopies, threshold, vals[v*vs:v*vs:(v+1)*vs])
+			if err != nil {
+				return err
+			}
+			res[v] = r
+		}
+		s.prefetchGroup(&sums, &offs, keys, g, n)
+	}
 	return nil
+}
+
+// prefetchGroup hashes the keys of queries g to g+queryGroup-1 (those that
+// exist) into their places of QueryBatch's ring and prefetches their slots
+// with one call.
+func (s *Store) prefetchGroup(sums *[queryAhead]uint32, offs *[queryAhead * hashing.MaxCopies]uint64, keys [][]byte, g, n int) {
+	end := min(g+queryGroup, len(keys))
+	if g >= end {
+		return
+	}
+	alg, slots, size := s.spec.Hash, s.spec.Slots, s.spec.SlotSize()
+	for q := g; q < end; q++ {
+		place := q & (queryAhead - 1)
+		key := keys[q]
+		var k hashing.Keyed
+		if len(key) == 4 {
+			// A compat key, hashed without the byte loop (the same Keyed).
+			k = alg.Key32(binary.LittleEndian.Uint32(key))
+		} else {
+			k = alg.Key(key)
+		}
+		sums[place] = k.Checksum()
+		o := offs[place*n : place*n+n]
+		for i := range o {
+			o[i] = hashing.Reduce(k.Slot(i), slots) * size
+		}
+	}
+	first := g & (queryAhead - 1)
+	s.mem.Prefetch(offs[first*n : (first+end-g)*n])
+}
+
+// wordView returns the store's slots as 8-byte words, or nil if the region's
+// memory is not 8-byte aligned (it is page aligned). The view is valid while
+// the region is open, as the views of Region.Slice are; QueryBatch takes it
+// anew at every call.
+func (s *Store) wordView() []uint64 {
+	size := s.spec.RegionSize()
+	b, err := s.mem.Slice(0, size)
+	if err != nil || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%8 != 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), size/8)
+}
+
+// queryBatchWords is QueryBatch on a store of one-word slots, whose words
+// are words. It votes inline for the usual outcomes (no copy matches, or every
+// matching copy holds the same value) and calls voteWords for the others.
+func (s *Store) queryBatchWords(words []uint64, keys [][]byte, n, threshold int, res []Result, vals []byte) error {
+	vs, mask := s.spec.ValueSize, s.valueMask
+	var (
+		sums [queryAhead]uint32
+		offs [queryAhead * hashing.MaxCopies]uint64
+	)
+	for g := 0; g < len(keys)+queryAhead; g += queryGroup {
+		for v := max(g-queryAhead, 0); v < min(g-queryAhead+queryGroup, len(keys)); v++ {
+			place := v & (queryAhead - 1)
+			sum, o := sums[place], offs[place*n:place*n+n]
+			checks, same, first := 0, true, uint64(0)
+			for _, off := range o {
+				w := atomic.LoadUint64(&words[off/8])
+				if uint32(w) != sum {
+					continue
+				}
+				if val := w >> 32 & mask; checks == 0 {
+					first = val
+				} else if val != first {
+					same = false
+				}
+				checks++
+			}
+			r := &res[v]
+			dst := vals[v*vs : (v+1)*vs : (v+1)*vs]
+			switch {
+			case !same:
+				// Copies disagree (rare): the general vote, on a fresh
+				// load of the copies.
+				if err := s.voteWords(r, sum, o, threshold, dst); err != nil {
+					return err
+				}
+			case checks == 0 || checks < threshold:
+				r.Status, r.Value, r.Votes, r.Checks, r.Copies = Empty, nil, checks, checks, n
+			default:
+				if vs == 4 {
+					binary.LittleEndian.PutUint32(dst, uint32(first))
+				} else {
+					for i := range dst {
+						dst[i] = byte(first >> (8 * i))
+					}
+				}
+				// Field by field: a composite literal is built on the stack
+				// and copied with 16-byte loads that straddle its 8-byte
+				// stores, which the CPU cannot forward (a stall per query).
+				r.Status, r.Value, r.Votes, r.Checks, r.Copies = Found, dst, checks, checks, n
+			}
+		}
+		s.prefetchGroup(&sums, &offs, keys, g, n)
+	}
+	return nil
+}
+
+// voteWords is queryWords for QueryBatch: it answers the query of checksum
+// sum and slots offs on a store of one-word slots into *r, copying a found
+// value into dst (exactly ValueSize bytes long) without a call to copy it.
+func (s *Store) voteWords(r *Result, sum uint32, offs []uint64, threshold int, dst []byte) error {
+	var vals [hashing.MaxCopies]uint64
+	checks := 0
+	for _, off := range offs {
+		w, err := s.mem.Load64(off)
+		if err != nil {
+			return err
+		}
+		if uint32(w) == sum {
+			vals[checks&(hashing.MaxCopies-1)] = w >> 32 & s.valueMask
+			checks++
+		}
+	}
+	*r = Result{Copies: len(offs), Checks: checks}
+	if checks == 0 {
+		return nil
+	}
+	best, votes, tie := vals[0], checks, false
+	for _, v := range vals[1:checks] {
+		if v != best {
+			best, votes, tie = pluralityWords(vals[:checks])
+			break
+		}
+	}
+	r.Votes = votes
+	switch {
+	case votes < threshold:
+		return nil
+	case tie:
+		r.Status = Conflict
+		return nil
+	}
+	r.Status = Found
+	if len(dst) == 4 {
+		binary.LittleEndian.PutUint32(dst, uint32(best))
+	} else {
+		for i := range dst {
+			dst[i] = byte(best >> (8 * i))
+		}
+	}
+	r.Value = dst
+	return nil
+}
+
+// pluralityWords votes among values that are not all equal: the value with
+// the most copies (the first such in vals), its votes, and whether another
+// value has as many.
+func pluralityWords(vals []uint64) (best uint64, bestVotes int, tie bool) {
+	for _, v := range vals {
+		votes := 0
+		for _, u := range vals {
+			if u == v {
+				votes++
+			}
+		}
+		switch {
+		case votes > bestVotes:
+			best, bestVotes, tie = v, votes, false
+		case votes == bestVotes && v != best:
+			tie = true
+		}
+	}
+	return best, bestVotes, tie
 }
 
 // vote reads the slots at offs whose bit is set in mask (the others did not
