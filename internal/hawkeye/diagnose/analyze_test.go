@@ -237,3 +237,44 @@ func TestPortOnlyTelemetryFollowsThePFCPathButNamesNoFlow(t *testing.T) {
 		t.Errorf("flow-only telemetry traced PFC: %s", d)
 	}
 }
+
+// A flow that queued behind another in an epoch when the port was not
+// congested (seed 103 of the contention scenario: a background flow gone
+// before the elephants came) is no root cause of the contention later.
+func TestAFlowOfAnUncongestedEpochIsNoContributor(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		quietQ    uint32 // queue the early flows found in epoch 1
+		wantEarly bool
+	}{
+		{"quiet epoch", 2, false},
+		{"congested epoch", 30, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFabric(victim, 1)
+			f.port(1, 1, 100, 0, 3000, 0, 30)
+			early := tup(7)
+			// Epoch 1: early and the victim, before the bursts.
+			f.t.Flows = append(f.t.Flows,
+				record.Flow{Poll: 1, Switch: 1, Epoch: 1, Port: 1, Tuple: early, Pkts: 80, Queued: 80, QDepth: 80 * c.quietQ},
+				record.Flow{Poll: 1, Switch: 1, Epoch: 1, Port: 1, Tuple: victim, Pkts: 160, Queued: 10, QDepth: 10 * 2 * c.quietQ})
+			// Epoch 2: the bursts fill the queue.
+			for _, r := range []record.Flow{
+				{Tuple: burst1, Pkts: 450, Queued: 450, QDepth: 450 * 66},
+				{Tuple: burst2, Pkts: 580, Queued: 450, QDepth: 450 * 66},
+				{Tuple: victim, Pkts: 160, Queued: 90, QDepth: 90 * 67},
+			} {
+				r.Poll, r.Switch, r.Epoch, r.Port = 1, 1, 2, 1
+				f.t.Flows = append(f.t.Flows, r)
+			}
+			d := Analyze(Build(f.t, Options{}), AnalyzeOptions{})
+			named := false
+			for _, r := range d.RootFlows {
+				named = named || r.Tuple == early
+			}
+			if d.Kind != Contention || named != c.wantEarly {
+				t.Errorf("%s, root flows %v: early flow named %v, want %v", d, d.RootFlows, named, c.wantEarly)
+			}
+		})
+	}
+}
