@@ -97,17 +97,15 @@ type AnalyzeOptions struct {
 	// MinContribution is the contribution (packets waited for) from which
 	// a flow counts as a contention contributor (default 0.5).
 	MinContribution float64
-	// RootShare keeps, among contributors, those of at least this share of
-	// the heaviest one as root causes (default 0.1).
+	// RootShare, when above 0, keeps among contributors only those of at
+	// least this share of the heaviest one as root causes. By default every
+	// contributor is one: Table 2's F_c is every flow of positive weight.
 	RootShare float64
 }
 
 func (o AnalyzeOptions) withDefaults() AnalyzeOptions {
 	if o.MinContribution == 0 {
 		o.MinContribution = 0.5
-	}
-	if o.RootShare == 0 {
-		o.RootShare = 0.1
 	}
 	return o
 }
