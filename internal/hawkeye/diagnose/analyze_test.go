@@ -297,7 +297,7 @@ func TestEveryPositiveContributorIsARootCause(t *testing.T) {
 		t.Run(fmt.Sprint("share ", c.share), func(t *testing.T) {
 			g := &Graph{Ports: map[Port]*PortNode{p: {Port: p, PeerKind: record.PeerHost, Peer: 100,
 				Flows: map[record.Tuple]float64{bg: 98.9, e1: 3.1, e2: -45.7, victim: -56.3}}},
-				Flows: map[record.Tuple]*FlowNode{victim: {Tuple: victim, PausedAt: map[Port]uint64{}, Pkts: map[Port]uint64{p: 100}}},
+				Flows:  map[record.Tuple]*FlowNode{victim: {Tuple: victim, PausedAt: map[Port]uint64{}, Pkts: map[Port]uint64{p: 100}}},
 				Victim: victim}
 			d := Analyze(g, AnalyzeOptions{RootShare: c.share})
 			var got []record.Tuple
