@@ -57,6 +57,7 @@ func TestSweep(t *testing.T) {
 	for _, k := range kinds {
 		judged, right := 0, 0
 		left := map[string]int{}
+		wouldBe := map[string]int{} // left out, but diagnosed right
 		var wrong []string
 		for _, seed := range seeds {
 			st := hawkeye.Setting{EpochBits: hawkeye.DefaultRunEpochBits, Threshold: hawkeye.DefaultThreshold(k)}
@@ -66,16 +67,10 @@ func TestSweep(t *testing.T) {
 			}
 			tr := res.Trace
 			if !tr.Judgeable(st) {
-				sp := tr.Polls[st]
-				switch {
-				case sp == nil || sp.Trigger == nil:
-					left["agent never fired"]++
-				case !tr.Formed:
-					left["anomaly never formed"]++
-				case tr.Truth.Loop != nil:
-					left["loop closed after firing"]++
-				default:
-					left["victim off the contended port"]++
+				why := tr.WhyNotJudged(st)
+				left[why]++
+				if len(res.Verdicts) > 0 && res.Verdicts[0].Correct {
+					wouldBe[why]++
 				}
 				continue
 			}
@@ -91,10 +86,10 @@ func TestSweep(t *testing.T) {
 		}
 		var ls []string
 		for r, n := range left {
-			ls = append(ls, fmt.Sprintf("%s %d", r, n))
+			ls = append(ls, fmt.Sprintf("%s: %d (%d of them diagnosed right)", r, n, wouldBe[r]))
 		}
 		sort.Strings(ls)
-		fmt.Printf("SWEEP %s: %d/%d right; not judged: %s\n", k, right, judged, strings.Join(ls, ", "))
+		fmt.Printf("SWEEP %s: %d/%d right; not judged: %s\n", k, right, judged, strings.Join(ls, "; "))
 		for _, w := range wrong {
 			fmt.Println(w)
 		}
