@@ -429,12 +429,12 @@ func (a *analysis) spreading(d *Diagnosis, t walkResult) *Diagnosis {
 // with flow contention is when its contention outweighs that of every loop
 // port (a port out of the loop merely queueing what the deadlock lets
 // through is no initiator); otherwise the initiator is in the loop: the loop
-// port with the most contention. Contention is compared across ports as
-// congestion: a port's root-cause contributions (packets waited for, relative
-// to the port's other flows) times its average queue depth (Algorithm 1's
-// qdepth[p], the factor that weighs a port-level edge into p) — a loop port
-// drained fast by its pause-free neighbour may show one flow's large relative
-// backlog over a shallow queue, while the port the loop grew from is deep.
+// port with the most contention, among the loop ports where flows other
+// than the loop's own contend (if any does): the in-loop root causes are
+// those flows (the loop's flows only close the cyclic buffer dependency), so
+// a loop port whose only contributors are loop flows — one loop flow's
+// backlog behind another — holds no root cause and is not where the
+// congestion began.
 func (a *analysis) deadlock(d *Diagnosis) *Diagnosis {
 	loop := a.loops[0]
 	d.Loop = loop
@@ -447,10 +447,18 @@ func (a *analysis) deadlock(d *Diagnosis) *Diagnosis {
 	for _, t := range d.LoopFlows {
 		skip[t] = true
 	}
-	// Initial node in the loop: the loop port with the most contention.
+	// Initial node in the loop: the loop port with the most contention,
+	// among those where flows other than the loop's contend if any.
+	rooted := false
+	for _, p := range loop {
+		rooted = rooted || len(a.contributors(p, skip)) > 0
+	}
 	best, bestW := loop[0], -1.0
 	for _, p := range loop {
-		if w := a.congestion(p); w > bestW {
+		if rooted && len(a.contributors(p, skip)) == 0 {
+			continue
+		}
+		if w := a.contention(p, nil); w > bestW {
 			best, bestW = p, w
 		}
 	}
@@ -471,7 +479,7 @@ func (a *analysis) deadlock(d *Diagnosis) *Diagnosis {
 				if n := a.g.Ports[t.port]; host == nil || n.Paused > hostPaused {
 					host, hostPaused = &t, n.Paused
 				}
-			} else if w := a.congestion(t.port); w > contW {
+			} else if w := a.contention(t.port, nil); w > contW {
 				cont, contW = &t, w
 			}
 		}
@@ -495,15 +503,6 @@ func (a *analysis) deadlock(d *Diagnosis) *Diagnosis {
 		d.RootFlows = a.contributors(best, nil)
 	}
 	return d
-}
-
-// congestion returns p's contention weighted by its average queue depth.
-func (a *analysis) congestion(p Port) float64 {
-	n := a.g.Ports[p]
-	if n == nil {
-		return 0
-	}
-	return a.contention(p, nil) * n.AvgQueue()
 }
 
 // contention returns the sum of p's root-cause contributions (flows in

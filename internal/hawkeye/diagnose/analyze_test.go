@@ -312,31 +312,32 @@ func TestEveryPositiveContributorIsARootCause(t *testing.T) {
 }
 
 // In a loop, the initial port is the loop port with the most contention
-// weighted by its queue depth (deadlock-in seeds 58, 515: a flow's backlog at
-// a shallow loop port outweighed, unweighted, the bursts at the deep port the
-// loop grew from).
-func TestTheInLoopInitialPortIsTheDeepestContention(t *testing.T) {
-	backlog := tup(8)
+// among those where flows other than the loop's contend (deadlock-in seeds
+// 58, 515: a loop flow's backlog behind another loop flow outweighed the
+// bursts at the port the loop grew from).
+func TestTheInLoopInitialPortHoldsContentionOfFlowsOffTheLoop(t *testing.T) {
 	for _, c := range []struct {
 		name        string
-		s3Queue     uint64 // average queue at s3.p1, where a backlog leads
+		s2Flows     map[record.Tuple]float64 // at s2.p1, beside the loop flow's backlog at s3.p1
 		wantInitial Port
 	}{
-		{"shallow backlog port", 10, Port{2, 1}},
-		{"deep backlog port", 150, Port{3, 1}},
+		{"bursts at s2.p1", map[record.Tuple]float64{burst1: 40, burst2: 30, victim: -70}, Port{2, 1}},
+		{"only loop flows anywhere", map[record.Tuple]float64{loopF: 40, victim: -40}, Port{3, 1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := &Graph{Ports: map[Port]*PortNode{}, Victim: victim,
-				Flows: map[record.Tuple]*FlowNode{victim: {Tuple: victim, PausedAt: map[Port]uint64{{1, 1}: 200}, Pkts: map[Port]uint64{{1, 1}: 300}}}}
-			queue := map[uint16]uint64{1: 20, 2: 80, 3: c.s3Queue, 4: 20}
+				Flows: map[record.Tuple]*FlowNode{
+					victim: {Tuple: victim, PausedAt: map[Port]uint64{{1, 1}: 200}, Pkts: map[Port]uint64{{1, 1}: 300}},
+					loopF:  {Tuple: loopF, PausedAt: map[Port]uint64{}, Pkts: map[Port]uint64{{2, 1}: 300, {3, 1}: 300, {4, 1}: 300}},
+				}}
 			for sw := uint16(1); sw <= 4; sw++ {
 				next := Port{sw%4 + 1, 1}
-				g.Ports[Port{sw, 1}] = &PortNode{Port: Port{sw, 1}, PeerKind: record.PeerSwitch, Peer: next.Switch, PeerPort: 0,
-					Pkts: 1000, Paused: 300, QDepth: 1000 * queue[sw], Out: []Edge{{next, 1000}}, All: []Edge{{next, 1000}},
+				g.Ports[Port{sw, 1}] = &PortNode{Port: Port{sw, 1}, PeerKind: record.PeerSwitch, Peer: next.Switch,
+					Pkts: 1000, Paused: 300, QDepth: 1000 * 50, Out: []Edge{{next, 1000}}, All: []Edge{{next, 1000}},
 					Flows: map[record.Tuple]float64{}}
 			}
-			g.Ports[Port{2, 1}].Flows = map[record.Tuple]float64{burst1: 40, burst2: 30, loopF: -70}
-			g.Ports[Port{3, 1}].Flows = map[record.Tuple]float64{backlog: 150, loopF: -150}
+			g.Ports[Port{2, 1}].Flows = c.s2Flows
+			g.Ports[Port{3, 1}].Flows = map[record.Tuple]float64{loopF: 150, victim: -150}
 			d := Analyze(g, AnalyzeOptions{})
 			if d.Kind != DeadlockIn || d.Initial != c.wantInitial {
 				t.Errorf("%s, want deadlock-in at %s", d, c.wantInitial)
