@@ -358,7 +358,8 @@ func printHawkeyeRun(w io.Writer, res *hawkeye.RunResult, base string) {
 			// Left out of the evaluation by the runner's blind rules
 			// (hawkeye.Trace.Judgeable): the agent never fired, the anomaly
 			// never formed, a deadlock's loop closed only after the firing, or
-			// a contention's victim never crossed the contended port.
+			// a contention's victim never crossed the contended port or was
+			// paused by PFC the contention did not send.
 			fmt.Fprintf(w, "  verdict:   not judged (%s; the diagnosis would be %s)\n", hawkeyeWhyNotJudged(tr, res.Setting), rightOrWrong(v.Correct))
 		case v.Correct:
 			fmt.Fprintf(w, "  verdict:   right\n")
@@ -704,14 +705,5 @@ func rightOrWrong(ok bool) string {
 
 // hawkeyeWhyNotJudged says which of the runner's rules leaves the trace out.
 func hawkeyeWhyNotJudged(tr *hawkeye.Trace, st hawkeye.Setting) string {
-	sp := tr.Polls[st]
-	switch {
-	case sp == nil || sp.Trigger == nil:
-		return "the agent never fired"
-	case !tr.Formed:
-		return "the anomaly never formed"
-	case tr.Truth.Loop != nil:
-		return "the deadlock's loop closed only after the agent fired"
-	}
-	return "the victim does not cross the contended port"
+	return tr.WhyNotJudged(st)
 }

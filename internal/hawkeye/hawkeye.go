@@ -173,7 +173,24 @@ type SettingPolls struct {
 	// Contenders are other flows crossing the initial port during the
 	// anomaly (netsim.Scenario.Contenders): naming them is not wrong.
 	Contenders []record.Tuple
+	// VictimPaused says a packet of the victim had been enqueued at a
+	// paused egress port (anywhere on its path) by the trigger: the
+	// simulator's truth, not the telemetry's.
+	VictimPaused bool
 }
+
+// pauseTruth records, from the simulator, when each flow first had a
+// packet enqueued at an egress port paused by PFC.
+type pauseTruth map[netsim.FiveTuple]time.Duration
+
+func (w pauseTruth) Enqueue(now time.Duration, _ netsim.NodeID, _, _ int, p *netsim.Packet, _ int, paused bool) {
+	if _, ok := w[p.Flow.Tuple]; paused && !ok {
+		w[p.Flow.Tuple] = now
+	}
+}
+
+func (pauseTruth) PFC(time.Duration, netsim.NodeID, int, time.Duration)     {}
+func (pauseTruth) PFCSent(time.Duration, netsim.NodeID, int, time.Duration) {}
 
 // SimConfig configures Simulate.
 type SimConfig struct {
@@ -196,6 +213,8 @@ func Simulate(cfg SimConfig) (*Trace, error) {
 	}
 	s := sc.Sim
 	tr := &Trace{Kind: cfg.Kind, Seed: cfg.Seed, Truth: sc.Truth, Topology: s.Topology(), Polls: map[Setting]*SettingPolls{}}
+	pt := pauseTruth{}
+	s.Observe(pt)
 	tels := map[uint]*telemetry.Telemetry{}
 	for _, st := range cfg.Settings {
 		tel := tels[st.EpochBits]
@@ -215,6 +234,7 @@ func Simulate(cfg SimConfig) (*Trace, error) {
 			sp.Trigger = &t
 			sp.Causal = causal(s, sc.Truth, t.Flow)
 			sp.OffLoop = offLoop(s, sc.Truth, t.Flow)
+			_, sp.VictimPaused = pt[t.Flow.Tuple]
 			for _, p := range s.Path(t.Flow) {
 				sp.Crosses = sp.Crosses || p == sc.Truth.Initial
 			}
@@ -265,21 +285,37 @@ func (tr *Trace) TruthAt(t time.Duration) netsim.Truth {
 // never formed (Formed), for a deadlock whose loop closed only after the
 // firing (until then it is PFC backpressure on its way to a deadlock, which
 // the telemetry may show either way), and for a contention without PFC
-// when the agent fired for a flow that does not cross the contended port
-// (something else — background traffic's own congestion — slowed it). The
-// runner leaves such traces out, blind to the diagnosis.
+// when the agent fired for a flow that does not cross the contended port, or
+// that PFC had paused by then (something else — background traffic's own
+// congestion, PFC the contention did not send — slowed it). The runner
+// leaves such traces out, blind to the diagnosis: every rule is the
+// simulator's truth.
 func (tr *Trace) Judgeable(st Setting) bool {
+	return tr.WhyNotJudged(st) == ""
+}
+
+// WhyNotJudged returns why the runner leaves the trace out at setting st
+// (see Judgeable), "" when it judges it.
+func (tr *Trace) WhyNotJudged(st Setting) string {
 	sp := tr.Polls[st]
-	if sp == nil || sp.Trigger == nil || !tr.Formed {
-		return false
+	switch {
+	case sp == nil || sp.Trigger == nil:
+		return "the agent never fired"
+	case !tr.Formed:
+		return "the anomaly never formed"
+	case tr.Truth.Kind == netsim.DeadlockIn || tr.Truth.Kind == netsim.DeadlockOut:
+		if tr.LoopAt == 0 || tr.LoopAt > sp.Trigger.At {
+			return "the deadlock's loop closed only after the agent fired"
+		}
+	case tr.Truth.Kind == netsim.Contention && (tr.PFCAt == 0 || tr.PFCAt > sp.Trigger.At):
+		if !sp.Crosses {
+			return "the victim does not cross the contended port"
+		}
+		if sp.VictimPaused {
+			return "PFC the contention did not send had paused the victim"
+		}
 	}
-	if tr.Truth.Kind == netsim.DeadlockIn || tr.Truth.Kind == netsim.DeadlockOut {
-		return tr.LoopAt != 0 && tr.LoopAt <= sp.Trigger.At
-	}
-	if tr.Truth.Kind == netsim.Contention && !sp.Crosses {
-		return tr.PFCAt != 0 && tr.PFCAt <= sp.Trigger.At
-	}
-	return true
+	return ""
 }
 
 // truthFor returns the truth a diagnosis from collection c is judged

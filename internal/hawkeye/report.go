@@ -91,7 +91,7 @@ func (r *EvalResult) WriteTables(w io.Writer, settings []Setting) error {
 			}
 		}
 		if early > 0 {
-			fmt.Fprintf(w, "%s: %d of %d (trace, setting) pairs left out: the agent fired before the anomaly took hold (a loop not closed yet; a flow off the contended port)\n", k, early, polls)
+			fmt.Fprintf(w, "%s: %d of %d (trace, setting) pairs left out: the agent fired before the anomaly took hold (a loop not closed yet; a flow off the contended port, or paused by PFC the contention did not send)\n", k, early, polls)
 		}
 	}
 	_, err := fmt.Fprintf(w, "%d traces, %d polls diagnosed, %d report bytes through DTA; simulator %.1f M events/s; %v\n",

@@ -40,3 +40,27 @@ func TestEveryJudgeableTraceOfUnusedSeedsIsDiagnosedRight(t *testing.T) {
 		})
 	}
 }
+
+// A contention's victim that PFC had paused by the trigger, when the
+// contention itself had sent no PFC, was slowed by something the scenario
+// did not inject (seed 106: background traffic congesting a core port paused
+// the victim two hops before the contended port, where its queue stayed
+// near empty): the runner leaves it out. Seed 103's victim was not paused.
+func TestAContentionVictimPausedByOtherPFCIsNotJudged(t *testing.T) {
+	st := hawkeye.Setting{EpochBits: hawkeye.DefaultRunEpochBits, Threshold: hawkeye.DefaultThreshold(netsim.Contention)}
+	for _, c := range []struct {
+		seed uint64
+		why  string
+	}{
+		{106, "PFC the contention did not send had paused the victim"},
+		{103, ""},
+	} {
+		tr, err := hawkeye.Simulate(hawkeye.SimConfig{Kind: netsim.Contention, Seed: c.seed, Settings: []hawkeye.Setting{st}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if why := tr.WhyNotJudged(st); why != c.why {
+			t.Errorf("seed %d: left out for %q, want %q", c.seed, why, c.why)
+		}
+	}
+}

@@ -97,17 +97,15 @@ type AnalyzeOptions struct {
 	// MinContribution is the contribution (packets waited for) from which
 	// a flow counts as a contention contributor (default 0.5).
 	MinContribution float64
-	// RootShare keeps, among contributors, those of at least this share of
-	// the heaviest one as root causes (default 0.1).
+	// RootShare, when above 0, keeps among contributors only those of at
+	// least this share of the heaviest one as root causes. By default every
+	// contributor is one: Table 2's F_c is every flow of positive weight.
 	RootShare float64
 }
 
 func (o AnalyzeOptions) withDefaults() AnalyzeOptions {
 	if o.MinContribution == 0 {
 		o.MinContribution = 0.5
-	}
-	if o.RootShare == 0 {
-		o.RootShare = 0.1
 	}
 	return o
 }
@@ -431,7 +429,12 @@ func (a *analysis) spreading(d *Diagnosis, t walkResult) *Diagnosis {
 // with flow contention is when its contention outweighs that of every loop
 // port (a port out of the loop merely queueing what the deadlock lets
 // through is no initiator); otherwise the initiator is in the loop: the loop
-// port with the most contention.
+// port with the most contention, among the loop ports where flows other
+// than the loop's own contend (if any does): the in-loop root causes are
+// those flows (the loop's flows only close the cyclic buffer dependency), so
+// a loop port whose only contributors are loop flows — one loop flow's
+// backlog behind another — holds no root cause and is not where the
+// congestion began.
 func (a *analysis) deadlock(d *Diagnosis) *Diagnosis {
 	loop := a.loops[0]
 	d.Loop = loop
@@ -444,9 +447,17 @@ func (a *analysis) deadlock(d *Diagnosis) *Diagnosis {
 	for _, t := range d.LoopFlows {
 		skip[t] = true
 	}
-	// Initial node in the loop: the loop port with the most contention.
+	// Initial node in the loop: the loop port with the most contention,
+	// among those where flows other than the loop's contend if any.
+	rooted := false
+	for _, p := range loop {
+		rooted = rooted || len(a.contributors(p, skip)) > 0
+	}
 	best, bestW := loop[0], -1.0
 	for _, p := range loop {
+		if rooted && len(a.contributors(p, skip)) == 0 {
+			continue
+		}
 		if w := a.contention(p, nil); w > bestW {
 			best, bestW = p, w
 		}

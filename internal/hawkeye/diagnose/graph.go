@@ -258,9 +258,13 @@ func Build(t *Telemetry, opt Options) *Graph {
 		node(p)
 		perEpoch[fe{p, r.Epoch}] = append(perEpoch[fe{p, r.Epoch}], r)
 	}
-	// Port→flow edges: contributions from each epoch's replayed queue.
+	// Port→flow edges: contributions from the replayed queue of each epoch
+	// in which the port was congested (Algorithm 1 per epoch; see congested).
 	for k, flows := range perEpoch {
 		n := g.Ports[k.port]
+		if !congested(flows, opt.MinQueue) {
+			continue
+		}
 		for tup, c := range contribution(flows) {
 			n.Flows[tup] += c
 		}
@@ -356,4 +360,17 @@ func contribution(flows []record.Flow) map[record.Tuple]float64 {
 		out[tuples[i]] = othersWait - waitsOthers
 	}
 	return out
+}
+
+// congested reports whether a port's queue, as its flows' packets found it
+// over one epoch, averaged at least minQueue packets: an epoch the queue
+// stayed below that level shows no flow contention, and its flows neither
+// wait for nor delay one another (they add no port→flow weight).
+func congested(flows []record.Flow, minQueue float64) bool {
+	var depth, pkts float64
+	for _, r := range flows {
+		depth += float64(r.QDepth)
+		pkts += float64(r.Pkts)
+	}
+	return pkts > 0 && depth/pkts >= minQueue
 }
