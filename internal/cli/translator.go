@@ -138,11 +138,6 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 		if err := reg.Register(st.metrics()); err != nil {
 			return err
 		}
-		if x := st.in.XDPListener(); x != nil {
-			if err := reg.Register(metrics.XDP{L: x}); err != nil {
-				return err
-			}
-		}
 		if err := reg.Register(metrics.Requester{R: up.Requester()}); err != nil {
 			return err
 		}
@@ -151,6 +146,11 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 			return err
 		}
 		if err := st.registerFanoutMetrics(reg); err != nil {
+			return err
+		}
+	}
+	if x := st.in.XDPListener(); x != nil {
+		if err := reg.Register(metrics.XDP{L: x}); err != nil {
 			return err
 		}
 	}

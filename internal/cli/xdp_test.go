@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -140,5 +141,48 @@ func TestBenchTransportFlag(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestTranslatorOverTwoCollectorsReceivesThroughXDP runs dta translator with
+// --xdp in front of two dta collector processes: the reports that arrive
+// through AF_XDP reach their owners, and the translator exports the AF_XDP
+// counters as the one-collector translator does.
+func TestTranslatorOverTwoCollectorsReceivesThroughXDP(t *testing.T) {
+	ns, host, hostIP, _ := xdpVeth(t)
+	bin := buildDTA(t)
+	cfg := smallConfig(t)
+	var rdma, bases []string
+	for range 2 {
+		m, _ := startProcess(t, bin, collectorReady, "collector", "--config", cfg, "--rdma", "127.0.0.1:0", "--http", "127.0.0.1:0")
+		rdma, bases = append(rdma, m[1]), append(bases, m[2])
+	}
+	m, p := startProcess(t, bin, regexp.MustCompile(`reports on udp (\S+), RoCEv2 to .* metrics on (http://\S+)`), "translator", "--config", cfg,
+		"--collector", strings.Join(rdma, ","), "--xdp", host, "--listen", hostIP+":40040", "--http", "127.0.0.1:0")
+	trHTTP := m[2]
+	conn := dialInNS(t, ns, hostIP+":40040")
+	const keys = 20
+	for k := byte(1); k <= keys; k++ {
+		if _, err := conn.Write([]byte{1, k, 0, 2, 0, 0, 0, k, 0, 0, 0, k + 100}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	eventually(t, "every key is on one of the two collectors", func() error {
+		for k := uint32(1); k <= keys; k++ {
+			found := 0
+			for _, b := range bases {
+				if st, v := keyWriteStatus(t, b, k); st == "found" && v == k+100 {
+					found++
+				}
+			}
+			if found != 1 {
+				return fmt.Errorf("key %d found on %d collectors", k, found)
+			}
+		}
+		return nil
+	})
+	if got := metric(t, trHTTP, "", "dta_xdp_packets_total"); got != keys {
+		t.Errorf("dta_xdp_packets_total = %v, want %d\n%s", got, keys, p.stderr)
 	}
 }
