@@ -50,9 +50,12 @@ type Responder struct {
 	s       *sock.Conn
 	rx      *sock.Receiver
 	capture *sock.Capture
-	stats   ResponderStats
-	guid    uint64
-	limiter *ratelog.Limiter
+	// maxPacket is the largest packet taken: a longer datagram is counted
+	// truncated.
+	maxPacket int
+	stats     ResponderStats
+	guid      uint64
+	limiter   *ratelog.Limiter
 
 	regMu   sync.Mutex // serialises MR registration
 	mrs     atomic.Pointer[mrTable]
@@ -109,25 +112,29 @@ func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) 
 	if err != nil {
 		return nil, err
 	}
+	// Runs of packets a requester on this host sends as one GSO
+	// super-datagram arrive whole; readLoop splits them.
+	s.EnableGRO()
 	capt, err := sock.NewCapture(cfg.Capture, sock.MACResponder, sock.MACRequester)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("rdma: capture: %w", err)
 	}
 	r := &Responder{
-		cfg:     cfg,
-		logger:  logger,
-		s:       s,
-		rx:      sock.NewReceiver(s, cfg.BatchSize, cfg.MTU+maxHeaders+1),
-		capture: capt,
-		guid:    randomU64(),
-		limiter: ratelog.New(logger, logKeys, 10*time.Second),
-		tx:      sock.NewSender(s, cfg.BatchSize, max(320, cfg.MTU+maxHeaders)), // READ responses carry up to MTU bytes
-		qps:     make(map[uint32]*qp),
-		byPeer:  make(map[netip.AddrPort]*qp),
-		mad:     make([]byte, 0, roce.MADLen),
-		done:    make(chan struct{}),
-		timer:   sock.NewTicker(cfg.Timeout / 4),
+		cfg:       cfg,
+		logger:    logger,
+		s:         s,
+		rx:        sock.NewReceiver(s, cfg.BatchSize, cfg.MTU+maxHeaders+1),
+		maxPacket: cfg.MTU + maxHeaders,
+		capture:   capt,
+		guid:      randomU64(),
+		limiter:   ratelog.New(logger, logKeys, 10*time.Second),
+		tx:        sock.NewSender(s, cfg.BatchSize, max(320, cfg.MTU+maxHeaders)), // READ responses carry up to MTU bytes
+		qps:       make(map[uint32]*qp),
+		byPeer:    make(map[netip.AddrPort]*qp),
+		mad:       make([]byte, 0, roce.MADLen),
+		done:      make(chan struct{}),
+		timer:     sock.NewTicker(cfg.Timeout / 4),
 	}
 	r.mrs.Store(&mrTable{byKey: map[uint32]*mr{}, byName: map[string]*mr{}, nextVA: newVABase()})
 	if !cfg.AllowTranslators.Any() {
@@ -323,8 +330,28 @@ func (r *Responder) readLoop() error {
 				r.stats.Truncated.Add(1)
 				continue
 			}
-			if !r.shut {
-				r.handle(b, from, dst)
+			if r.shut {
+				continue
+			}
+			seg := r.rx.SegmentSize(i)
+			if seg <= 0 || len(b) == 0 {
+				seg = len(b)
+			} else if seg < len(b) {
+				// Several packets the kernel coalesced (UDP GRO): each one
+				// is a packet as sent, checked and executed on its own.
+				r.stats.Coalesced.Add(1)
+			}
+			for {
+				k := min(seg, len(b))
+				if k > r.maxPacket {
+					r.stats.Packets.Add(1)
+					r.stats.Truncated.Add(1)
+				} else {
+					r.handle(b[:k:k], from, dst)
+				}
+				if b = b[k:]; len(b) == 0 {
+					break
+				}
 			}
 		}
 		r.flushACKs()

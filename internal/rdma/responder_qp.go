@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"log/slog"
 	"net/netip"
+	"runtime"
 
 	"github.com/dta-go/dta/wire/roce"
 )
@@ -382,13 +383,24 @@ func (r *Responder) lookup(rkey uint32, need Access, va, n uint64) (*mr, roce.Sy
 	return nil, roce.NAKRemoteAccessError
 }
 
+// plainWordStores: on these architectures an aligned 8-byte plain store is
+// single-copy atomic (one MOV or STR, which Go emits for PutUint64), so a
+// reader polling the word never sees it torn, as with a NIC's DMA write.
+// Unlike an atomic exchange it does not wait for the cache miss of a
+// random write, which dominated the responder's profile.
+const plainWordStores = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64"
+
 // place writes b at off and records it for the region's trackers. An 8-byte
-// write to an aligned offset is a single atomic store, as an RDMA NIC places
-// it, so that readers polling a word never see it torn.
+// write to an aligned offset is a single store of the word, as an RDMA NIC
+// places it, so that readers polling a word never see it torn.
 func place(m *mr, off uint64, b []byte) bool {
 	var err error
 	if len(b) == 8 && off%8 == 0 {
-		err = m.r.Store64(off, binary.LittleEndian.Uint64(b))
+		if plainWordStores {
+			err = m.r.Write64(off, binary.LittleEndian.Uint64(b))
+		} else {
+			err = m.r.Store64(off, binary.LittleEndian.Uint64(b))
+		}
 	} else {
 		err = m.r.Write(off, b)
 	}

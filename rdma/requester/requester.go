@@ -184,6 +184,13 @@ func Dial(ctx context.Context, cfg Config, logger *slog.Logger) (*Requester, err
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Collector.Addr().Unmap().IsLoopback() {
+		// A collector on this host: runs of packets go as UDP GSO
+		// super-datagrams, which the responder receives whole (UDP GRO).
+		// Not on a wire: segments would carry IPv4 IDs the ICRCs do not
+		// cover (sock.Conn.EnableGSO).
+		s.EnableGSO()
+	}
 	capt, err := sock.NewCapture(cfg.Capture, sock.MACRequester, sock.MACResponder)
 	if err != nil {
 		s.Close()
