@@ -255,7 +255,7 @@ func (r *Responder) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bo
 		}
 		if n == 0 {
 			q.msn = (q.msn + 1) & roce.PSNMask
-			st.Writes.Add(1)
+			r.hot.writes++
 			if op == roce.OpWriteOnlyImm {
 				r.immediate(q, "", 0, 0, p.ImmDt.Data)
 			}
@@ -271,13 +271,13 @@ func (r *Responder) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bo
 			q.skip = first
 			return roce.NAKRemoteOperationalError, false, 0
 		}
-		st.WriteBytes.Add(uint64(pay))
+		r.hot.writeBytes += uint64(pay)
 		if first {
 			q.wr = writeState{active: true, m: m, start: off, off: off + uint64(pay), remaining: n - uint64(pay)}
 			return roce.ACKUnlimited, false, 0
 		}
 		q.msn = (q.msn + 1) & roce.PSNMask
-		st.Writes.Add(1)
+		r.hot.writes++
 		if op == roce.OpWriteOnlyImm {
 			r.immediate(q, m.Name, off, n, p.ImmDt.Data)
 		}
@@ -308,7 +308,7 @@ func (r *Responder) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bo
 			q.skip = !last
 			return roce.NAKRemoteOperationalError, false, 0
 		}
-		st.WriteBytes.Add(uint64(pay))
+		r.hot.writeBytes += uint64(pay)
 		w.off += uint64(pay)
 		w.remaining -= uint64(pay)
 		if !last {
@@ -317,7 +317,7 @@ func (r *Responder) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bo
 		m, start, n := w.m, w.start, w.off-w.start
 		q.wr = writeState{}
 		q.msn = (q.msn + 1) & roce.PSNMask
-		st.Writes.Add(1)
+		r.hot.writes++
 		if op == roce.OpWriteLastImm {
 			r.immediate(q, m.Name, start, n, p.ImmDt.Data)
 		}
@@ -351,7 +351,7 @@ func (r *Responder) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bo
 		}
 		m.r.Written(off, 8)
 		q.msn = (q.msn + 1) & roce.PSNMask
-		st.Atomics.Add(1)
+		r.hot.atomics++
 		a := &q.atomics[q.atomicNext]
 		*a = atomicResult{valid: true, psn: p.BTH.PSN, msn: q.msn, orig: orig}
 		q.atomicNext = (q.atomicNext + 1) % len(q.atomics)
