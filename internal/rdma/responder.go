@@ -117,6 +117,12 @@ func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) 
 	// Runs of packets a requester on this host sends as one GSO
 	// super-datagram arrive whole; readLoop splits them.
 	s.EnableGRO()
+	if s.LocalAddr().Addr().Unmap().IsLoopback() {
+		// Bound to loopback, every peer is on this host: runs of ACKs go
+		// as GSO super-datagrams. Never where a packet reaches a wire
+		// (sock.Conn.EnableGSO).
+		s.EnableGSO()
+	}
 	capt, err := sock.NewCapture(cfg.Capture, sock.MACResponder, sock.MACRequester)
 	if err != nil {
 		s.Close()
