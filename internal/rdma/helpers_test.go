@@ -51,12 +51,17 @@ func testResponderConfig(host string) ResponderConfig {
 	return cfg
 }
 
-// startResponder runs a responder until the test ends.
-func startResponder(t testing.TB, cfg ResponderConfig) *Responder {
+// startResponder runs a responder until the test ends, after calling setup
+// (registering MRs, setting the advertisement) on it: a requester already
+// waiting for the address must not connect before that.
+func startResponder(t testing.TB, cfg ResponderConfig, setup ...func(*Responder)) *Responder {
 	t.Helper()
 	r, err := NewResponder(cfg, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range setup {
+		f(r)
 	}
 	done := make(chan error, 1)
 	go func() { done <- r.Run(context.Background()) }()
