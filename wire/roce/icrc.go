@@ -52,11 +52,11 @@ func update8(reg uint32, p []byte) uint32 {
 // its IP and UDP headers (ipudp, ipLen bytes of IP header) and its UDP
 // payload (BTH through ICRC, at least BTHLen+ICRCLen bytes). The headers
 // and the BTH are copied to the stack with their variant fields set to
-// ones and fed eight bytes at a time (update8); the rest of the payload
-// goes to crc32.Update (hardware-accelerated for the IEEE table). Nothing
-// escapes.
+// ones and fed eight bytes at a time (update8), with the rest of a small
+// packet; a larger rest goes to crc32.Update (hardware-accelerated for the
+// IEEE table). Nothing escapes.
 func icrc(ipudp []byte, ipLen int, udpPayload []byte) uint32 {
-	var buf [IPv6HeaderLen + UDPHeaderLen + BTHLen]byte
+	var buf [IPv6HeaderLen + UDPHeaderLen + BTHLen + icrcInline]byte
 	n := copy(buf[:], ipudp[:ipLen+UDPHeaderLen])
 	if ipLen == IPv4HeaderLen {
 		buf[1], buf[8], buf[10], buf[11] = 0xFF, 0xFF, 0xFF, 0xFF // TOS, TTL, header checksum
@@ -67,9 +67,21 @@ func icrc(ipudp []byte, ipLen int, udpPayload []byte) uint32 {
 	buf[n-2], buf[n-1] = 0xFF, 0xFF // UDP checksum
 	n += copy(buf[n:], udpPayload[:BTHLen])
 	buf[n-BTHLen+4] = 0xFF // FECN, BECN, Resv6
+	rest := udpPayload[BTHLen : len(udpPayload)-ICRCLen]
+	if len(rest) <= icrcInline {
+		// A small packet's rest (an ACK's AETH, a WRITE's RETH and a word)
+		// goes with the headers: crc32.Update would take it a byte at a
+		// time below 16 bytes.
+		n += copy(buf[n:], rest)
+		return ^update8(icrcSeed, buf[:n])
+	}
 	reg := update8(icrcSeed, buf[:n])
-	return crc32.Update(^reg, crc32.IEEETable, udpPayload[BTHLen:len(udpPayload)-ICRCLen])
+	return crc32.Update(^reg, crc32.IEEETable, rest)
 }
+
+// icrcInline is the most bytes after the BTH that icrc copies next to the
+// masked headers rather than passing to crc32.Update.
+const icrcInline = 48
 
 // ICRC computes the invariant CRC of a RoCEv2 packet given as a whole IP
 // datagram (IPv4 or IPv6 header, UDP header, BTH ... pad, ICRC trailer). The
