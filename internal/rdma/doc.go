@@ -151,8 +151,8 @@
 // come alone. Before executing a batch it reads every packet's target
 // address and asks for those cache lines (Region.Prefetch), so that the
 // batch's cache misses overlap; an aligned 8-byte WRITE is one plain store
-// on amd64 and arm64 (single-copy atomic there, as a NIC's DMA write), an
-// atomic exchange elsewhere. The per-packet counters are plain integers
+// on amd64 (single-copy atomic and in program order there, as a NIC's DMA
+// writes), an atomic store elsewhere. The per-packet counters are plain integers
 // added to Stats once per batch, before any response leaves.
 //
 // # Not implemented
