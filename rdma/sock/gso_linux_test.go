@@ -3,7 +3,7 @@ package sock_test
 import (
 	"bytes"
 	"net/netip"
-	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,9 +21,6 @@ func datagrams(n int, sizes ...int) [][]byte {
 }
 
 func TestGSORunsArriveAsTheDatagramsSent(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("UDP GSO and GRO are Linux socket options")
-	}
 	for _, c := range []struct {
 		name      string
 		bind      string
@@ -92,5 +89,53 @@ func TestGSORunsArriveAsTheDatagramsSent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestARefusedSuperDatagramIsSentOneDatagramAtATime(t *testing.T) {
+	rx, err := sock.Listen("127.0.0.1:0", 8<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	tx, err := sock.Listen("127.0.0.1:0", 0, 8<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	if !tx.EnableGSO() {
+		t.Skip("the kernel has no UDP GSO")
+	}
+	// UDP checksum 0 again: the kernel refuses every GSO send (EINVAL).
+	rc, err := tx.UDPConn().SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_NO_CHECK, 1) })
+	to := rx.LocalAddr()
+	msgs := datagrams(40, 60)
+	s := sock.NewSender(tx, 64, 0)
+	for round := range 2 { // the second flush no longer tries
+		for _, m := range msgs {
+			s.Add(m, to, netip.Addr{})
+		}
+		if err := s.Flush(); err != nil || s.Errors() != 0 || s.Coalesced() != 0 {
+			t.Fatalf("round %d: flush: %v, %d refused, %d super-datagrams", round, err, s.Errors(), s.Coalesced())
+		}
+	}
+	r := sock.NewReceiver(rx, 64, 128)
+	rx.UDPConn().SetReadDeadline(time.Now().Add(10 * time.Second))
+	for got := 0; got < 2*len(msgs); {
+		n, err := r.Read()
+		if err != nil {
+			t.Fatalf("after %d of %d datagrams: %v", got, 2*len(msgs), err)
+		}
+		for i := range n {
+			b, _, _, _ := r.Datagram(i)
+			if want := msgs[got%len(msgs)]; !bytes.Equal(b, want) {
+				t.Fatalf("datagram %d: %d bytes %x..., want %d bytes %x...", got, len(b), b[:min(len(b), 2)], len(want), want[:2])
+			}
+			got++
+		}
 	}
 }
