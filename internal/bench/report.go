@@ -19,7 +19,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // DTA / baseline, and DTA's and the baseline's fractions of the receive-only
 // ceiling. Runs over a remote sink add columns: the responder's and the
 // translator's CPU seconds per million reports, the ops the responder
-// executed per second and the RDMA ops sent per report.
+// executed per second and the RDMA ops sent per report, and a line per
+// primitive and mode with the responder's CPU per report against the
+// baseline's and the packets it takes in per CPU second (goals beside).
 func (r *Report) WriteTable(w io.Writer) error {
 	m := r.Machine
 	fmt.Fprintf(w, "# %d CPUs (%s), GOMAXPROCS %d, Linux %s, %s; %d sender(s), %d reader(s), %g s windows, %d keys, %s stores (%s, hash %s)\n",
@@ -35,6 +37,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, q := range r.Ratios {
 		ratios[q.Primitive+" "+q.Mode] = q
 	}
+	var summaries []string   // responder lines, after the table
 	ran := map[string]bool{} // "primitive mode collector"
 	for _, x := range r.Results {
 		ran[x.Primitive+" "+x.Mode+" "+x.Collector] = true
@@ -67,8 +70,66 @@ func (r *Report) WriteTable(w io.Writer) error {
 				fmt.Fprintf(tw, "\t\t\t%s\t\t%s\t\t\t\t%s\t\t\t\t%s\n", "INT/native", f(q.INTOfNative), f(q.INTOfNativePerCore), remoteGap(remote))
 			}
 		}
+		if last {
+			if l := responderSummary(r.Results, x.Primitive, x.Mode); l != "" {
+				summaries = append(summaries, l)
+			}
+		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, l := range summaries {
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Goals of the software responder (issue 15): it takes in at least
+// goalPacketsPerCPUSecond request packets per CPU second, and its CPU per
+// report is at most goalOfBaseline of the baseline collector's.
+const (
+	goalPacketsPerCPUSecond = 1e6
+	goalOfBaseline          = 1.0 / 3
+)
+
+// responderSummary returns, for a primitive and mode run over a remote
+// sink, a line with the responder's figures from that run: its CPU per
+// report against the baseline collector's and their ratio, and the request
+// packets it takes in per CPU second, each beside its goal. It returns ""
+// without a remote sink.
+func responderSummary(results []Result, primitive, mode string) string {
+	var dta, base *Result
+	for i := range results {
+		x := &results[i]
+		if x.Primitive != primitive || x.Mode != mode {
+			continue
+		}
+		switch x.Collector {
+		case DTA:
+			dta = x
+		case Baseline:
+			base = x
+		}
+	}
+	if dta == nil || dta.Remote == nil {
+		return ""
+	}
+	q := dta.Remote
+	line := fmt.Sprintf("  %s %s responder: %.3f CPU s/M rep, %.2f M pkts/CPU s (goal >= %.0f)",
+		primitive, mode, q.ResponderCPUPerMillion, q.ResponderPacketsPerCPUSecond/1e6, goalPacketsPerCPUSecond/1e6)
+	if base != nil && base.CPUPerMillion > 0 {
+		rb := q.ResponderCPUPerMillion / base.CPUPerMillion
+		verdict := "met"
+		if rb > goalOfBaseline {
+			verdict = "not met"
+		}
+		line += fmt.Sprintf("; baseline collector %.3f CPU s/M rep; responder/baseline %.2fx (goal <= %.2fx: %s)",
+			base.CPUPerMillion, rb, goalOfBaseline, verdict)
+	}
+	return line
 }
 
 // writeRatios writes the ratio lines after a primitive and mode's runs:

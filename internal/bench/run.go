@@ -92,6 +92,10 @@ type RemoteResult struct {
 	ResponderOpsPerSec      float64 `json:"responder_ops_per_s"`     // ops the responder executed per second
 	OpsPerReport            float64 `json:"rdma_ops_per_report"`     // ops the requester sent per report accepted, whole run
 	PacketsPerReport        float64 `json:"rdma_packets_per_report"` // request packets sent (first transmissions) per report accepted, whole run
+	// ResponderPacketsPerCPUSecond is the request packets sent in the window
+	// (first transmissions) per second of the responder's CPU: what the
+	// responder takes in per CPU second.
+	ResponderPacketsPerCPUSecond float64 `json:"responder_packets_per_cpu_s"`
 
 	OpsSent     uint64 `json:"rdma_ops_sent"`
 	OpsApplied  uint64 `json:"rdma_ops_applied"`        // executed by the responder, after the drain
@@ -124,6 +128,11 @@ type Ratio struct {
 	// the same run (Config.INT).
 	INTOfNative        float64 `json:"int_of_native_accepted,omitempty"`
 	INTOfNativePerCore float64 `json:"int_of_native_per_cpu_second,omitempty"`
+
+	// ResponderOfBaseline is, over a remote sink, the responder's CPU per
+	// report (what an RDMA NIC takes to zero) / the baseline collector's
+	// CPU per report, in the same run.
+	ResponderOfBaseline float64 `json:"responder_cpu_of_baseline_cpu,omitempty"`
 }
 
 // Report is a whole benchmark.
@@ -256,6 +265,9 @@ func ratios(p dta.Primitive, m Mode, runs [4]*Result) (q Ratio, ok bool) {
 	}
 	if base != nil {
 		q.Accepted, q.PerCore = ratio(d.Accepted, base.Accepted), ratio(d.PerCore, base.PerCore)
+		if d.Remote != nil {
+			q.ResponderOfBaseline = ratio(d.Remote.ResponderCPUPerMillion, base.CPUPerMillion)
+		}
 	}
 	if ceil != nil {
 		q.DTAOfCeiling, q.DTAOfCeilingPerCore = ratio(d.Accepted, ceil.Accepted), ratio(d.PerCore, ceil.PerCore)
@@ -645,6 +657,9 @@ func remoteResult(s0, s1 snapshot, final SinkStats, cpu time.Duration, stWin, st
 	}
 	if seconds > 0 {
 		r.ResponderOpsPerSec = float64(d1.Applied-d0.Applied) / seconds
+	}
+	if resp > 0 {
+		r.ResponderPacketsPerCPUSecond = float64(d1.Packets-d0.Packets) / resp.Seconds()
 	}
 	if stWin > 0 {
 		m := float64(stWin) / 1e6

@@ -140,6 +140,21 @@
 // received as an Ethernet frame to a pcap file that tshark dissects
 // (shared/tools/tshark_check.sh).
 //
+// # The receive path
+//
+// One goroutine receives a batch of datagrams per recvmmsg call and works
+// through it under one lock taken per batch, not per packet. Between a
+// requester and a responder on one host, runs of packets travel as UDP GSO
+// super-datagrams received whole with UDP GRO (rdma/sock, "Runs of packets
+// on one host"); the responder splits each into the packets sent and
+// checks every one on its own (ICRC, QP, PSN, rkey, bounds), as if it had
+// come alone. Before executing a batch it reads every packet's target
+// address and asks for those cache lines (Region.Prefetch), so that the
+// batch's cache misses overlap; an aligned 8-byte WRITE is one plain store
+// on amd64 (single-copy atomic and in program order there, as a NIC's DMA
+// writes), an atomic store elsewhere. The per-packet counters are plain integers
+// added to Stats once per batch, before any response leaves.
+//
 // # Not implemented
 //
 // SEND from the requester (NAK invalid request), receive

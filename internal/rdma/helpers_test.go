@@ -41,17 +41,27 @@ func newRegion(t testing.TB, size uint64) *region.Region {
 func testResponderConfig(host string) ResponderConfig {
 	cfg := DefaultResponderConfig()
 	cfg.Addr = netip.AddrPortFrom(netip.MustParseAddr(host), 0).String()
-	cfg.Timeout = 20 * time.Millisecond
+	// Timeouts long enough that a loaded machine (go test ./... with -race
+	// beside other suites) does not give a QP up: a stall of a few hundred
+	// milliseconds costs retransmissions, never the connection. Tests of
+	// the timeouts themselves set their own.
+	cfg.Timeout = 100 * time.Millisecond
+	cfg.Retries = 50
 	cfg.RecvBuffer = 4 << 20
 	return cfg
 }
 
-// startResponder runs a responder until the test ends.
-func startResponder(t testing.TB, cfg ResponderConfig) *Responder {
+// startResponder runs a responder until the test ends, after calling setup
+// (registering MRs, setting the advertisement) on it: a requester already
+// waiting for the address must not connect before that.
+func startResponder(t testing.TB, cfg ResponderConfig, setup ...func(*Responder)) *Responder {
 	t.Helper()
 	r, err := NewResponder(cfg, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range setup {
+		f(r)
 	}
 	done := make(chan error, 1)
 	go func() { done <- r.Run(context.Background()) }()
@@ -67,8 +77,9 @@ func startResponder(t testing.TB, cfg ResponderConfig) *Responder {
 func testRequesterConfig(to netip.AddrPort) RequesterConfig {
 	cfg := DefaultRequesterConfig()
 	cfg.Collector = to
-	cfg.Timeout = 20 * time.Millisecond
-	cfg.CMTimeout = 50 * time.Millisecond
+	cfg.Timeout = 100 * time.Millisecond // see testResponderConfig
+	cfg.Retries = 50
+	cfg.CMTimeout = 200 * time.Millisecond
 	cfg.ReconnectMin = 10 * time.Millisecond
 	cfg.ReconnectMax = 100 * time.Millisecond
 	return cfg

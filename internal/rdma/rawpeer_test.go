@@ -115,7 +115,7 @@ func (p *rawPeer) recv(d time.Duration) (roce.Packet, bool) {
 // expect returns the next packet, failing the test if none comes.
 func (p *rawPeer) expect() roce.Packet {
 	p.t.Helper()
-	pkt, ok := p.recv(2 * time.Second)
+	pkt, ok := p.recv(10 * time.Second) // generous: a loaded machine may take long; failing takes no longer
 	if !ok {
 		p.t.Fatal("no response")
 	}

@@ -220,9 +220,13 @@ func testRestart(t *testing.T, graceful bool) {
 	}
 	rcfg := cfg
 	rcfg.Addr = resp1.LocalAddr().String()
-	resp2 := startResponder(t, rcfg)
-	m2, _ := resp2.RegisterMR("m", reg2, AccessRemoteWrite|AccessRemoteAtomic)
-	resp2.SetAdvertisement(encodeTarget(m2))
+	// The requester reconnects as soon as the address answers: the new
+	// responder serves its MR and advertisement from its first packet.
+	var m2 MR
+	startResponder(t, rcfg, func(r *Responder) {
+		m2, _ = r.RegisterMR("m", reg2, AccessRemoteWrite|AccessRemoteAtomic)
+		r.SetAdvertisement(encodeTarget(m2))
+	})
 
 	// Keep writing: after a crash, only outstanding packets reveal it.
 	deadline := time.After(10 * time.Second)

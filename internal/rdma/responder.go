@@ -50,9 +50,12 @@ type Responder struct {
 	s       *sock.Conn
 	rx      *sock.Receiver
 	capture *sock.Capture
-	stats   ResponderStats
-	guid    uint64
-	limiter *ratelog.Limiter
+	// maxPacket is the largest packet taken: a longer datagram is counted
+	// truncated.
+	maxPacket int
+	stats     ResponderStats
+	guid      uint64
+	limiter   *ratelog.Limiter
 
 	regMu   sync.Mutex // serialises MR registration
 	mrs     atomic.Pointer[mrTable]
@@ -66,6 +69,8 @@ type Responder struct {
 	qps    map[uint32]*qp
 	byPeer map[netip.AddrPort]*qp
 	dirty  []*qp // QPs with an ACK to send at the end of the batch
+	hot    hotStats
+	pf     prefetcher
 	pkt    roce.Packet
 	cm     roce.CM
 	cmOut  roce.CM
@@ -109,25 +114,35 @@ func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) 
 	if err != nil {
 		return nil, err
 	}
+	// Runs of packets a requester on this host sends as one GSO
+	// super-datagram arrive whole; readLoop splits them.
+	s.EnableGRO()
+	if s.LocalAddr().Addr().Unmap().IsLoopback() {
+		// Bound to loopback, every peer is on this host: runs of ACKs go
+		// as GSO super-datagrams. Never where a packet reaches a wire
+		// (sock.Conn.EnableGSO).
+		s.EnableGSO()
+	}
 	capt, err := sock.NewCapture(cfg.Capture, sock.MACResponder, sock.MACRequester)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("rdma: capture: %w", err)
 	}
 	r := &Responder{
-		cfg:     cfg,
-		logger:  logger,
-		s:       s,
-		rx:      sock.NewReceiver(s, cfg.BatchSize, cfg.MTU+maxHeaders+1),
-		capture: capt,
-		guid:    randomU64(),
-		limiter: ratelog.New(logger, logKeys, 10*time.Second),
-		tx:      sock.NewSender(s, cfg.BatchSize, max(320, cfg.MTU+maxHeaders)), // READ responses carry up to MTU bytes
-		qps:     make(map[uint32]*qp),
-		byPeer:  make(map[netip.AddrPort]*qp),
-		mad:     make([]byte, 0, roce.MADLen),
-		done:    make(chan struct{}),
-		timer:   sock.NewTicker(cfg.Timeout / 4),
+		cfg:       cfg,
+		logger:    logger,
+		s:         s,
+		rx:        sock.NewReceiver(s, cfg.BatchSize, cfg.MTU+maxHeaders+1),
+		maxPacket: cfg.MTU + maxHeaders,
+		capture:   capt,
+		guid:      randomU64(),
+		limiter:   ratelog.New(logger, logKeys, 10*time.Second),
+		tx:        sock.NewSender(s, cfg.BatchSize, max(320, cfg.MTU+maxHeaders)), // READ responses carry up to MTU bytes
+		qps:       make(map[uint32]*qp),
+		byPeer:    make(map[netip.AddrPort]*qp),
+		mad:       make([]byte, 0, roce.MADLen),
+		done:      make(chan struct{}),
+		timer:     sock.NewTicker(cfg.Timeout / 4),
 	}
 	r.mrs.Store(&mrTable{byKey: map[uint32]*mr{}, byName: map[string]*mr{}, nextVA: newVABase()})
 	if !cfg.AllowTranslators.Any() {
@@ -314,6 +329,7 @@ func (r *Responder) readLoop() error {
 			return fmt.Errorf("rdma responder: %w", err)
 		}
 		r.stats.Batches.Add(1)
+		r.prefetch(n)
 		r.mu.Lock()
 		r.now = time.Now().UnixNano()
 		for i := range n {
@@ -323,14 +339,57 @@ func (r *Responder) readLoop() error {
 				r.stats.Truncated.Add(1)
 				continue
 			}
-			if !r.shut {
-				r.handle(b, from, dst)
+			if r.shut {
+				continue
+			}
+			seg := r.rx.SegmentSize(i)
+			if seg <= 0 || len(b) == 0 {
+				seg = len(b)
+			} else if seg < len(b) {
+				// Several packets the kernel coalesced (UDP GRO): each one
+				// is a packet as sent, checked and executed on its own.
+				r.stats.Coalesced.Add(1)
+			}
+			for {
+				k := min(seg, len(b))
+				if k > r.maxPacket {
+					r.stats.Packets.Add(1)
+					r.stats.Truncated.Add(1)
+				} else {
+					r.handle(b[:k:k], from, dst)
+				}
+				if b = b[k:]; len(b) == 0 {
+					break
+				}
 			}
 		}
 		r.flushACKs()
 		r.flush()
 		r.mu.Unlock()
 	}
+}
+
+// prefetch asks for the cache lines the n datagrams just read will write
+// (prefetcher). It runs on the read loop, which owns rx and pf.
+func (r *Responder) prefetch(n int) {
+	t := r.mrs.Load()
+	f := &r.pf
+	for i := range n {
+		b, _, _, trunc := r.rx.Datagram(i)
+		if trunc {
+			continue
+		}
+		seg := r.rx.SegmentSize(i)
+		if seg <= 0 {
+			seg = len(b)
+		}
+		for len(b) > 0 {
+			k := min(seg, len(b))
+			f.add(t, b[:k])
+			b = b[k:]
+		}
+	}
+	f.reset()
 }
 
 // timerLoop drops half-open QPs and retransmits advertisements, every
@@ -356,8 +415,35 @@ func (r *Responder) timing() bool {
 	return false
 }
 
-// flush sends the queued responses. Called with mu held.
+// hotStats are the counters every request updates, kept as plain integers
+// under mu and added to the atomic Stats at each flush, before any response
+// leaves: a locked add per packet would wait for the cache miss of the
+// write just placed, where plain stores overlap theirs.
+type hotStats struct {
+	packets, bytes, writes, writeBytes, atomics uint64
+}
+
+// publish adds the hot counters to the stats. Called with mu held.
+func (r *Responder) publish() {
+	h, st := &r.hot, &r.stats
+	if h.packets != 0 {
+		st.Packets.Add(h.packets)
+		st.Bytes.Add(h.bytes)
+	}
+	if h.writes != 0 || h.writeBytes != 0 {
+		st.Writes.Add(h.writes)
+		st.WriteBytes.Add(h.writeBytes)
+	}
+	if h.atomics != 0 {
+		st.Atomics.Add(h.atomics)
+	}
+	*h = hotStats{}
+}
+
+// flush publishes the hot counters and sends the queued responses. Called
+// with mu held.
 func (r *Responder) flush() {
+	r.publish()
 	before := r.tx.Errors()
 	_ = r.tx.Flush()
 	if d := r.tx.Errors() - before; d > 0 {
@@ -378,8 +464,8 @@ func (r *Responder) queue(env *roce.Envelope, b []byte, to netip.AddrPort) {
 // handle processes one datagram. Called with mu held.
 func (r *Responder) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 	st := &r.stats
-	st.Packets.Add(1)
-	st.Bytes.Add(uint64(len(b)))
+	r.hot.packets++
+	r.hot.bytes += uint64(len(b))
 	if len(b) < roce.BTHLen+roce.ICRCLen {
 		st.Malformed.Add(1)
 		return

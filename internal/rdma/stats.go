@@ -9,10 +9,11 @@ import (
 // ResponderStats counts what a responder received, executed and answered.
 // Counters are live atomics; read them with Load at any time.
 type ResponderStats struct {
-	Packets   atomic.Uint64 // datagrams received
+	Packets   atomic.Uint64 // packets received (each packet of a coalesced datagram counts)
 	Bytes     atomic.Uint64 // their UDP payload bytes
 	Batches   atomic.Uint64 // receive calls that returned datagrams: Packets/Batches is the mean batch
-	Truncated atomic.Uint64 // datagrams longer than the largest packet, dropped
+	Coalesced atomic.Uint64 // datagrams holding several packets (UDP GRO of a requester's GSO run)
+	Truncated atomic.Uint64 // datagrams (or coalesced packets) longer than the largest packet, dropped
 	BadICRC   atomic.Uint64 // ICRC mismatch, silently dropped
 	Malformed atomic.Uint64 // not decodable (truncated, unknown opcode, bad pad, bad TVer), silently dropped
 	UnknownQP atomic.Uint64 // DestQP not connected, or connected to another address: silently dropped

@@ -42,6 +42,7 @@ type Requester struct {
 	logger    *slog.Logger
 	s         *sock.Conn
 	rx        *sock.Receiver
+	maxPacket int // the longest packet taken: longer ones are stray
 	capture   *sock.Capture
 	stats     Stats
 	limiter   throttle
@@ -184,17 +185,27 @@ func Dial(ctx context.Context, cfg Config, logger *slog.Logger) (*Requester, err
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Collector.Addr().Unmap().IsLoopback() {
+		// A collector on this host: runs of packets go as UDP GSO
+		// super-datagrams, which the responder receives whole (UDP GRO),
+		// and its runs of ACKs arrive whole here. Not on a wire: segments
+		// would carry IPv4 IDs the ICRCs do not cover (sock.Conn.EnableGSO).
+		s.EnableGSO()
+		s.EnableGRO()
+	}
 	capt, err := sock.NewCapture(cfg.Capture, sock.MACRequester, sock.MACResponder)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("rdma: capture: %w", err)
 	}
 	pmtu := cfg.MTU
+	maxPacket := max(pmtu, roce.MADLen) + maxHeaders + roce.DETHLen
 	r := &Requester{
 		cfg:       cfg,
 		logger:    logger.With("collector", cfg.Collector.String()),
 		s:         s,
-		rx:        sock.NewReceiver(s, cfg.BatchSize, max(pmtu, roce.MADLen)+maxHeaders+roce.DETHLen+1),
+		rx:        sock.NewReceiver(s, cfg.BatchSize, maxPacket+1),
+		maxPacket: maxPacket,
 		capture:   capt,
 		collector: cfg.Collector,
 		out:       roce.Envelope{Src: s.LocalAddr().Addr(), Dst: cfg.Collector.Addr(), SrcPort: s.LocalAddr().Port(), DstPort: cfg.Collector.Port()},
@@ -405,7 +416,23 @@ func (r *Requester) readLoop() {
 				r.stats.Stray.Add(1)
 				continue
 			}
-			r.handle(b, from)
+			// A datagram may hold several packets the kernel coalesced
+			// (UDP GRO of the responder's run of ACKs): each one as sent.
+			seg := r.rx.SegmentSize(i)
+			if seg <= 0 || len(b) == 0 {
+				seg = len(b)
+			}
+			for {
+				k := min(seg, len(b))
+				if k > r.maxPacket {
+					r.stats.Stray.Add(1)
+				} else {
+					r.handle(b[:k:k], from)
+				}
+				if b = b[k:]; len(b) == 0 {
+					break
+				}
+			}
 		}
 		r.flushTx()
 		r.mu.Unlock()

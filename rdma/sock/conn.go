@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -17,6 +18,8 @@ type Conn struct {
 	local    netip.AddrPort // as bound; the address may be unspecified
 	v6       bool           // an AF_INET6 socket: IPv4 peers are v4-mapped
 	wildcard bool           // bound to an unspecified address: pick sources per packet
+	gso      atomic.Bool    // Senders group runs of datagrams (EnableGSO); cleared when the kernel refuses
+	gro      bool           // the kernel may coalesce received datagrams (EnableGRO)
 }
 
 // Listen binds a UDP socket to addr ("host:port"; port 0 picks a free

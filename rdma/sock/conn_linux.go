@@ -17,6 +17,18 @@ const ctlLen = 128
 // sockaddrLen is the room for a sockaddr_in or sockaddr_in6.
 const sockaddrLen = syscall.SizeofSockaddrInet6
 
+// UDP socket options (linux/udp.h).
+const (
+	solUDP     = 17  // SOL_UDP
+	udpSegment = 103 // UDP_SEGMENT: GSO segment size, socket option or cmsg
+	udpGRO     = 104 // UDP_GRO: deliver coalesced datagrams, segment size in a cmsg
+)
+
+// groBufLen is the receive buffer of one datagram when the kernel may
+// coalesce: the largest UDP payload, so that a coalesced datagram is never
+// truncated.
+const groBufLen = 65535
+
 // mmsghdr is struct mmsghdr: Go pads it to the alignment of Msghdr, as C
 // does, on 32- and 64-bit platforms alike.
 type mmsghdr struct {
@@ -72,6 +84,47 @@ func (s *Conn) setOptions(rcvbuf, sndbuf int) error {
 	return opErr
 }
 
+// EnableGSO lets the Senders of s send runs of consecutive datagrams of
+// one size to one destination as one UDP GSO super-datagram (see
+// [Sender]), and reports whether the kernel knows UDP_SEGMENT. The kernel
+// refuses GSO on a socket that sends UDP checksum 0, so EnableGSO turns
+// UDP checksums back on for IPv4: the receiver ignores them (the ICRC
+// protects the packet). Call it before the first Flush.
+//
+// Only enable it where the datagrams never reach a wire, such as towards
+// a loopback address: segmenting a super-datagram numbers the IPv4 IDs of
+// its segments 0, 1, 2 and so on, while each packet's ICRC covers ID 0.
+func (s *Conn) EnableGSO() bool {
+	ok := false
+	_ = s.rc.Control(func(fd uintptr) {
+		f := int(fd)
+		if _, err := syscall.GetsockoptInt(f, solUDP, udpSegment); err != nil {
+			return
+		}
+		if syscall.SetsockoptInt(f, syscall.SOL_SOCKET, syscall.SO_NO_CHECK, 0) != nil {
+			return
+		}
+		ok = true
+	})
+	s.gso.Store(ok)
+	return ok
+}
+
+// EnableGRO asks the kernel to deliver runs of datagrams of one flow as
+// one coalesced datagram when it can (UDP_GRO: a GSO super-datagram sent
+// over loopback arrives whole instead of being segmented), and reports
+// whether it accepted. A [Receiver] made afterwards has buffers large
+// enough for a coalesced datagram and splits it back into the datagrams
+// sent ([Receiver.SegmentSize]). Call it before NewReceiver.
+func (s *Conn) EnableGRO() bool {
+	ok := false
+	_ = s.rc.Control(func(fd uintptr) {
+		ok = syscall.SetsockoptInt(int(fd), solUDP, udpGRO, 1) == nil
+	})
+	s.gro = ok
+	return ok
+}
+
 // Receiver is a batch of receive buffers filled by one recvmmsg call. It
 // belongs to one goroutine.
 type Receiver struct {
@@ -81,14 +134,19 @@ type Receiver struct {
 	iovs  []syscall.Iovec
 	names [][sockaddrLen]byte
 	ctls  [][ctlLen]byte
+	segs  []int // per datagram: its GRO segment size, 0 if not coalesced
 	n     int
 	errno syscall.Errno
 	fn    func(fd uintptr) bool
 }
 
 // NewReceiver returns n receive buffers of size bytes each on s. A
-// datagram longer than size - 1 bytes is reported truncated.
+// datagram longer than size - 1 bytes is reported truncated. On a socket
+// with GRO enabled the buffers hold the largest UDP payload instead.
 func NewReceiver(s *Conn, n, size int) *Receiver {
+	if s.gro {
+		size = max(size, groBufLen+1)
+	}
 	q := &Receiver{
 		s:     s,
 		bufs:  make([][]byte, n),
@@ -96,6 +154,7 @@ func NewReceiver(s *Conn, n, size int) *Receiver {
 		iovs:  make([]syscall.Iovec, n),
 		names: make([][sockaddrLen]byte, n),
 		ctls:  make([][ctlLen]byte, n),
+		segs:  make([]int, n),
 	}
 	stride := (size + 63) &^ 63
 	backing := make([]byte, n*stride)
@@ -154,19 +213,26 @@ func (q *Receiver) recvmmsg(fd uintptr) bool {
 
 // Datagram returns datagram i of the last Read: its bytes (valid until the
 // next Read), its source, its destination address (the bound address if
-// the kernel did not say) and whether it was truncated.
+// the kernel did not say) and whether it was truncated. On a socket with
+// GRO enabled it may hold several datagrams sent: see SegmentSize.
 func (q *Receiver) Datagram(i int) (b []byte, from netip.AddrPort, dst netip.Addr, truncated bool) {
 	h := &q.hs[i]
 	n := int(h.n)
 	truncated = h.hdr.Flags&syscall.MSG_TRUNC != 0 || n >= len(q.bufs[i])
 	b = q.bufs[i][:min(n, len(q.bufs[i]))]
 	from = decodeSockaddr(&q.names[i])
-	dst = parsePktinfo(q.ctls[i][:min(int(h.hdr.Controllen), ctlLen)])
+	dst, q.segs[i] = parseControl(q.ctls[i][:min(int(h.hdr.Controllen), ctlLen)])
 	if !dst.IsValid() {
 		dst = q.s.local.Addr()
 	}
 	return b, from, dst, truncated
 }
+
+// SegmentSize returns, after Datagram(i), the size of the datagrams the
+// kernel coalesced into datagram i (UDP GRO): its bytes are consecutive
+// datagrams of that size, the last one possibly shorter. It returns 0 for
+// a datagram received as sent.
+func (q *Receiver) SegmentSize(i int) int { return q.segs[i] }
 
 // decodeSockaddr decodes a sockaddr_in or sockaddr_in6 in place, unmapping
 // IPv4-mapped addresses. Scope IDs are dropped: link-local peers are not
@@ -182,9 +248,10 @@ func decodeSockaddr(b *[sockaddrLen]byte) netip.AddrPort {
 	return netip.AddrPort{}
 }
 
-// parsePktinfo returns the destination address in an IP_PKTINFO or
-// IPV6_PKTINFO control message, or the zero Addr.
-func parsePktinfo(ctl []byte) netip.Addr {
+// parseControl returns the destination address in an IP_PKTINFO or
+// IPV6_PKTINFO control message, or the zero Addr, and the segment size in
+// a UDP_GRO control message, or 0.
+func parseControl(ctl []byte) (dst netip.Addr, seg int) {
 	hl := syscall.CmsgLen(0)
 	for len(ctl) >= hl {
 		h := (*syscall.Cmsghdr)(unsafe.Pointer(&ctl[0]))
@@ -195,9 +262,11 @@ func parsePktinfo(ctl []byte) netip.Addr {
 		data := ctl[hl:l]
 		switch {
 		case h.Level == syscall.IPPROTO_IP && h.Type == syscall.IP_PKTINFO && len(data) >= 12:
-			return netip.AddrFrom4([4]byte(data[8:12])) // ipi_addr: the header's destination
+			dst = netip.AddrFrom4([4]byte(data[8:12])) // ipi_addr: the header's destination
 		case h.Level == syscall.IPPROTO_IPV6 && h.Type == syscall.IPV6_PKTINFO && len(data) >= 16:
-			return netip.AddrFrom16([16]byte(data[0:16])).Unmap()
+			dst = netip.AddrFrom16([16]byte(data[0:16])).Unmap()
+		case h.Level == solUDP && h.Type == udpGRO && len(data) >= 4:
+			seg = int(binary.NativeEndian.Uint32(data))
 		}
 		next := syscall.CmsgSpace(l - hl)
 		if next > len(ctl) {
@@ -205,26 +274,49 @@ func parsePktinfo(ctl []byte) netip.Addr {
 		}
 		ctl = ctl[next:]
 	}
-	return netip.Addr{}
+	return dst, seg
 }
 
-// Sender is a batch of datagrams sent by one sendmmsg call. Its owner
+// Sender is a batch of datagrams sent by sendmmsg calls. Its owner
 // serialises Add and Flush. The bytes added must stay unchanged until the
 // flush.
+//
+// On a socket with GSO enabled ([Conn.EnableGSO]) Flush sends each run of
+// consecutive datagrams of one size (the run's last may be shorter) to one
+// destination from one source as one super-datagram with a UDP_SEGMENT
+// control message: the kernel pays for it once, and the receiver gets the
+// same datagrams, byte for byte. If the kernel refuses a super-datagram,
+// the Sender stops grouping for good and sends that run and everything
+// after it one datagram per message.
 type Sender struct {
 	s       *Conn
-	hs      []mmsghdr
+	hs      []mmsghdr // one per message (a datagram or a run of segments)
 	iovs    []syscall.Iovec
 	names   [][sockaddrLen]byte
-	ctls    [][ctlLen]byte
+	nameLen []uint32
+	srcs    []netip.Addr
+	ctls    [][ctlLen]byte // per message
 	scratch [][]byte
-	n       int
+	n       int   // datagrams queued
+	nh      int   // messages built by the last build
+	first   []int // per message: its first datagram
+	count   []int // per message: its datagrams
 	off     int
 	res     int
 	errno   syscall.Errno
 	fn      func(fd uintptr) bool
+	gso     bool
 	errs    uint64 // datagrams the kernel refused
+	gsoMsgs uint64 // super-datagrams sent
 }
+
+// Bounds of one GSO super-datagram: the kernel's UDP_MAX_SEGMENTS (64 on
+// every kernel with UDP_SEGMENT) and a total below the 65507 bytes an IPv4
+// UDP payload may carry.
+const (
+	maxGSOSegments = 64
+	maxGSOBytes    = 65000
+)
 
 // NewSender returns a batch of up to n datagrams on s, each with scratch
 // bytes of its own for small packets built in place (Buf).
@@ -234,23 +326,23 @@ func NewSender(s *Conn, n, scratch int) *Sender {
 		hs:      make([]mmsghdr, n),
 		iovs:    make([]syscall.Iovec, n),
 		names:   make([][sockaddrLen]byte, n),
+		nameLen: make([]uint32, n),
+		srcs:    make([]netip.Addr, n),
 		ctls:    make([][ctlLen]byte, n),
 		scratch: make([][]byte, n),
+		first:   make([]int, n),
+		count:   make([]int, n),
 	}
 	backing := make([]byte, n*scratch)
 	for i := range n {
 		q.scratch[i] = backing[i*scratch : i*scratch : (i+1)*scratch]
-		h := &q.hs[i].hdr
-		h.Iov = &q.iovs[i]
-		h.Iovlen = 1
-		h.Name = &q.names[i][0]
 	}
 	q.fn = q.sendmmsg
 	return q
 }
 
 // Full reports whether the batch is full: Flush before the next Add.
-func (q *Sender) Full() bool { return q.n == len(q.hs) }
+func (q *Sender) Full() bool { return q.n == len(q.iovs) }
 
 // Buf returns the scratch bytes of the next datagram (empty, with
 // capacity), to build a packet in and Add.
@@ -263,6 +355,10 @@ func (q *Sender) Discard() { q.n = 0 }
 // Errors returns how many datagrams the kernel refused so far.
 func (q *Sender) Errors() uint64 { return q.errs }
 
+// Coalesced returns how many GSO super-datagrams (runs of at least two
+// datagrams sent by one message) the Sender has sent so far.
+func (q *Sender) Coalesced() uint64 { return q.gsoMsgs }
+
 // Add queues b for to, sent from src when the socket is bound to a
 // wildcard address. The caller flushes a full queue first.
 func (q *Sender) Add(b []byte, to netip.AddrPort, src netip.Addr) {
@@ -270,7 +366,6 @@ func (q *Sender) Add(b []byte, to netip.AddrPort, src netip.Addr) {
 	q.n++
 	q.iovs[i].Base = unsafe.SliceData(b)
 	q.iovs[i].SetLen(len(b))
-	h := &q.hs[i].hdr
 	name := &q.names[i]
 	a := to.Addr()
 	if q.s.v6 {
@@ -280,36 +375,18 @@ func (q *Sender) Add(b []byte, to netip.AddrPort, src netip.Addr) {
 		a16 := a.As16()
 		copy(name[8:24], a16[:])
 		clear(name[24:28])
-		h.Namelen = syscall.SizeofSockaddrInet6
+		q.nameLen[i] = syscall.SizeofSockaddrInet6
 	} else {
 		binary.NativeEndian.PutUint16(name[0:2], syscall.AF_INET)
 		binary.BigEndian.PutUint16(name[2:4], to.Port())
 		a4 := a.Unmap().As4()
 		copy(name[4:8], a4[:])
 		clear(name[8:16])
-		h.Namelen = syscall.SizeofSockaddrInet4
+		q.nameLen[i] = syscall.SizeofSockaddrInet4
 	}
-	h.Control = nil
-	h.SetControllen(0)
+	q.srcs[i] = netip.Addr{}
 	if q.s.wildcard && src.IsValid() && !src.IsUnspecified() {
-		ctl := q.ctls[i][:]
-		clear(ctl)
-		c := (*syscall.Cmsghdr)(unsafe.Pointer(&ctl[0]))
-		hl := syscall.CmsgLen(0)
-		if q.s.v6 {
-			c.Level, c.Type = syscall.IPPROTO_IPV6, syscall.IPV6_PKTINFO
-			c.SetLen(syscall.CmsgLen(syscall.SizeofInet6Pktinfo))
-			a16 := src.As16()
-			copy(ctl[hl:], a16[:])
-			h.SetControllen(syscall.CmsgSpace(syscall.SizeofInet6Pktinfo))
-		} else {
-			c.Level, c.Type = syscall.IPPROTO_IP, syscall.IP_PKTINFO
-			c.SetLen(syscall.CmsgLen(syscall.SizeofInet4Pktinfo))
-			a4 := src.Unmap().As4()
-			copy(ctl[hl+4:], a4[:]) // ipi_spec_dst: the source address
-			h.SetControllen(syscall.CmsgSpace(syscall.SizeofInet4Pktinfo))
-		}
-		h.Control = &ctl[0]
+		q.srcs[i] = src
 	}
 }
 
@@ -318,25 +395,118 @@ func (q *Sender) Add(b []byte, to netip.AddrPort, src netip.Addr) {
 // that of a closed socket.
 func (q *Sender) Flush() error {
 	defer func() { q.n = 0 }()
-	for q.off = 0; q.off < q.n; {
+	q.gso = q.s.gso.Load()
+	q.build(0)
+	for q.off = 0; q.off < q.nh; {
 		q.res, q.errno = 0, 0
 		if err := q.s.rc.Write(q.fn); err != nil {
 			return err
 		}
-		if q.errno != 0 {
-			q.errs++
-			q.off++
+		if q.errno == 0 {
+			for m := q.off; m < q.off+q.res; m++ {
+				if q.count[m] > 1 {
+					q.gsoMsgs++
+				}
+			}
+			q.off += q.res
 			continue
 		}
-		q.off += q.res
+		if q.count[q.off] > 1 && gsoRefused(q.errno) {
+			// The kernel refused a super-datagram (no UDP GSO on the route,
+			// a path MTU below a segment): send one datagram per message
+			// from here on.
+			q.s.gso.Store(false)
+			q.gso = false
+			q.build(q.first[q.off])
+			q.off = 0
+			continue
+		}
+		q.errs += uint64(q.count[q.off])
+		q.off++
 	}
 	return nil
+}
+
+// build fills the messages for datagrams from on, grouping runs into
+// super-datagrams when GSO is on, and sets nh.
+func (q *Sender) build(from int) {
+	q.nh = 0
+	for i := from; i < q.n; {
+		k := 1
+		seg := int(q.iovs[i].Len)
+		if q.gso {
+			total := seg
+			for j := i + 1; j < q.n && k < maxGSOSegments; j++ {
+				l := int(q.iovs[j].Len)
+				if l > seg || total+l > maxGSOBytes || q.srcs[j] != q.srcs[i] ||
+					q.nameLen[j] != q.nameLen[i] || q.names[j] != q.names[i] {
+					break
+				}
+				k++
+				total += l
+				if l < seg {
+					break // a shorter datagram ends the run
+				}
+			}
+		}
+		q.message(q.nh, i, k, seg)
+		q.first[q.nh], q.count[q.nh] = i, k
+		q.nh++
+		i += k
+	}
+}
+
+// message sets message m to datagrams i..i+k-1 (segments of seg bytes
+// when k > 1), with the source address of datagram i if it has one.
+func (q *Sender) message(m, i, k, seg int) {
+	h := &q.hs[m].hdr
+	q.hs[m].n = 0
+	h.Name = &q.names[i][0]
+	h.Namelen = q.nameLen[i]
+	h.Iov = &q.iovs[i]
+	*(*uintptr)(unsafe.Pointer(&h.Iovlen)) = uintptr(k) // size_t on every Linux
+	h.Flags = 0
+	h.Control = nil
+	h.SetControllen(0)
+	src := q.srcs[i]
+	if !src.IsValid() && k == 1 {
+		return
+	}
+	ctl := q.ctls[m][:]
+	clear(ctl)
+	used := 0
+	hl := syscall.CmsgLen(0)
+	if src.IsValid() {
+		c := (*syscall.Cmsghdr)(unsafe.Pointer(&ctl[0]))
+		if q.s.v6 {
+			c.Level, c.Type = syscall.IPPROTO_IPV6, syscall.IPV6_PKTINFO
+			c.SetLen(syscall.CmsgLen(syscall.SizeofInet6Pktinfo))
+			a16 := src.As16()
+			copy(ctl[hl:], a16[:])
+			used = syscall.CmsgSpace(syscall.SizeofInet6Pktinfo)
+		} else {
+			c.Level, c.Type = syscall.IPPROTO_IP, syscall.IP_PKTINFO
+			c.SetLen(syscall.CmsgLen(syscall.SizeofInet4Pktinfo))
+			a4 := src.Unmap().As4()
+			copy(ctl[hl+4:], a4[:]) // ipi_spec_dst: the source address
+			used = syscall.CmsgSpace(syscall.SizeofInet4Pktinfo)
+		}
+	}
+	if k > 1 {
+		c := (*syscall.Cmsghdr)(unsafe.Pointer(&ctl[used]))
+		c.Level, c.Type = solUDP, udpSegment
+		c.SetLen(syscall.CmsgLen(2))
+		binary.NativeEndian.PutUint16(ctl[used+hl:], uint16(seg))
+		used += syscall.CmsgSpace(2)
+	}
+	h.Control = &ctl[0]
+	h.SetControllen(used)
 }
 
 func (q *Sender) sendmmsg(fd uintptr) bool {
 	for {
 		n, _, errno := syscall.Syscall6(sysSendmmsg, fd, uintptr(unsafe.Pointer(&q.hs[q.off])),
-			uintptr(q.n-q.off), syscall.MSG_DONTWAIT, 0, 0)
+			uintptr(q.nh-q.off), syscall.MSG_DONTWAIT, 0, 0)
 		switch errno {
 		case 0:
 			q.res = int(n)
@@ -350,4 +520,14 @@ func (q *Sender) sendmmsg(fd uintptr) bool {
 			return true
 		}
 	}
+}
+
+// gsoRefused reports whether errno is how the kernel refuses a UDP GSO
+// send it cannot do, rather than a failure of the datagrams themselves.
+func gsoRefused(errno syscall.Errno) bool {
+	switch errno {
+	case syscall.EIO, syscall.EINVAL, syscall.ENOPROTOOPT, syscall.EOPNOTSUPP, syscall.EMSGSIZE:
+		return true
+	}
+	return false
 }

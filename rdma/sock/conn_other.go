@@ -108,3 +108,16 @@ func (q *Sender) Flush() error {
 	}
 	return nil
 }
+
+// EnableGSO reports false: this platform sends one datagram per system
+// call.
+func (s *Conn) EnableGSO() bool { return false }
+
+// EnableGRO reports false: this platform receives datagrams as sent.
+func (s *Conn) EnableGRO() bool { return false }
+
+// SegmentSize returns 0: datagrams are never coalesced here.
+func (q *Receiver) SegmentSize(int) int { return 0 }
+
+// Coalesced returns 0: datagrams are never grouped here.
+func (q *Sender) Coalesced() uint64 { return 0 }

@@ -21,6 +21,22 @@
 // they move one datagram per system call, and the IPv4 ID and DF bit of
 // what the kernel sends are unknown.
 //
+// # Runs of packets on one host
+//
+// Per-datagram kernel work dominates a software endpoint (about 1 µs per
+// loopback datagram here). Between two endpoints on one host, a Sender on a
+// socket with [Conn.EnableGSO] sends each run of consecutive datagrams of one
+// size to one destination as one UDP GSO super-datagram, and a Receiver on a
+// socket with [Conn.EnableGRO] gets it whole, with the size of its segments
+// ([Receiver.SegmentSize]): the kernel pays once per run, and the endpoint
+// splits it back into the datagrams sent, byte for byte. The requester turns
+// both on towards a loopback collector, the responder when bound to a
+// loopback address. Not on a wire: the kernel refuses GSO with UDP checksum
+// 0, so such a socket sends checksums (which RoCEv2 receivers ignore), and
+// segmenting numbers the IPv4 IDs of the segments 0, 1, 2..., where each
+// packet's ICRC covers ID 0. If the kernel refuses a super-datagram, the
+// Sender falls back to one datagram per message for good.
+//
 // What it refuses to do: it knows no QPs, PSNs or connections, never
 // decodes a packet except to record it in a capture, and allocates nothing
 // per datagram. It uses only the standard library (syscall, not

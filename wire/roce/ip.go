@@ -79,7 +79,8 @@ func (e *Envelope) hopLimit() uint8 {
 }
 
 // appendHeaders appends the IP and UDP headers for a UDP payload of n bytes.
-func (e *Envelope) appendHeaders(b []byte, v4 bool, n int) ([]byte, error) {
+// Without sum the IPv4 header checksum is left 0 (the ICRC masks it).
+func (e *Envelope) appendHeaders(b []byte, v4 bool, n int, sum bool) ([]byte, error) {
 	udpLen := UDPHeaderLen + n
 	if v4 {
 		total := IPv4HeaderLen + udpLen
@@ -99,7 +100,9 @@ func (e *Envelope) appendHeaders(b []byte, v4 bool, n int) ([]byte, error) {
 		s, d := e.Src.As4(), e.Dst.As4()
 		b = append(b, s[:]...)
 		b = append(b, d[:]...)
-		binary.BigEndian.PutUint16(b[start+10:], ipv4Checksum(b[start:]))
+		if sum {
+			binary.BigEndian.PutUint16(b[start+10:], ipv4Checksum(b[start:]))
+		}
 	} else {
 		if udpLen > 0xFFFF {
 			return b, ErrTooLong
@@ -172,7 +175,7 @@ func (e *Envelope) AppendDatagram(b []byte, p *Packet) ([]byte, error) {
 		return b, err
 	}
 	start := len(b)
-	b, err = e.appendHeaders(b, v4, p.Len())
+	b, err = e.appendHeaders(b, v4, p.Len(), true)
 	if err != nil {
 		return b, err
 	}
