@@ -268,7 +268,8 @@ type Responder struct{ R *rdma.Responder }
 func (c Responder) list() counterList {
 	s := c.R.Stats()
 	return counterList{
-		{desc("rdma_responder_packets_total", "RoCEv2 datagrams received."), &s.Packets},
+		{desc("rdma_responder_packets_total", "RoCEv2 packets received (each packet of a coalesced datagram counts)."), &s.Packets},
+		{desc("rdma_responder_coalesced_total", "Datagrams received that held several RoCEv2 packets (UDP GRO of a requester's GSO run on loopback)."), &s.Coalesced},
 		{desc("rdma_responder_bad_icrc_total", "RoCEv2 packets dropped for a wrong ICRC."), &s.BadICRC},
 		{desc("rdma_responder_malformed_total", "RoCEv2 packets dropped as undecodable."), &s.Malformed},
 		{desc("rdma_responder_unknown_qp_total", "RoCEv2 packets for no connected QP."), &s.UnknownQP},
