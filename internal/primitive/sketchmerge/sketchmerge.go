@@ -38,6 +38,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/dta-go/dta/sketch"
 )
@@ -214,6 +215,41 @@ func (o *Opener) Open(b batch, store uint16, e uint32) {
 	o.clear(b, store, e+1)
 	b.Write(store, s.TagOffset(s.Copy(e+1)), tagBytes(&o.tags, s.Copy(e+1), e+1))
 	o.opened, o.any, o.prep, o.hasPre = e, true, e+1, true
+}
+
+// Restarted appends to b what the store must be written to hold the newest
+// epoch opened again after its memory was lost or replaced (a collector that
+// restarted, empty or from a checkpoint), given header, the HeaderSize bytes
+// of tags the store holds now. It writes nothing and returns false when the
+// store shows that epoch open already (restored from a checkpoint taken
+// while it was). When the tags show the epoch prepared (cleared ahead) or no
+// epoch at all (an empty store), only the tags and the next copy are
+// written, so that counters added since the restart stay; otherwise (the
+// copy may hold an older epoch's counters) the epoch's copy is cleared too.
+// Apply b before the translator's next counters of the epoch, if it can.
+func (o *Opener) Restarted(b batch, store uint16, header []byte) bool {
+	if !o.any || len(header) < HeaderSize {
+		return false
+	}
+	s := o.spec
+	e := o.opened
+	var tags []uint64
+	for c := range s.Epochs {
+		if t := binary.LittleEndian.Uint64(header[s.TagOffset(c):]); t != 0 {
+			tags = append(tags, t)
+		}
+	}
+	slices.Sort(tags)
+	switch {
+	case len(tags) >= 2 && tags[len(tags)-2] == Tag(e):
+		return false // open already: the checkpoint holds it
+	case len(tags) == 0 || tags[len(tags)-1] == Tag(e):
+		o.hasPre, o.prep = true, e // empty, or e prepared: its copy is clean
+	default:
+		o.hasPre = false
+	}
+	o.Open(b, store, e)
+	return true
 }
 
 // clear appends writes of zeros over e's copy.

@@ -199,3 +199,71 @@ func TestZeroCountersCostNoOperation(t *testing.T) {
 		t.Errorf("%d ops %+v, want one FETCH_ADD of -2 at offset 72", n, b.Ops)
 	}
 }
+
+// TestARestartedStoreGetsTheOpenEpochBackWithoutLosingCounters plays a
+// translator with epoch 6 open against a collector that restarted in each
+// way it can: empty, from a checkpoint taken while 6 was open, while 5 was
+// (6 prepared), and while 4 was (6's copy holding 3's counters). After
+// Restarted's writes and one more report of epoch 6, the store must answer
+// epoch 6 with exactly the counters added since the checkpoint.
+func TestARestartedStoreGetsTheOpenEpochBackWithoutLosingCounters(t *testing.T) {
+	g := sketch.Geometry{Rows: 2, Columns: 64, Kind: sketch.CountMin}
+	one := func(n int64) *sketch.Sketch {
+		s, _ := sketch.New(g)
+		s.Update([]byte("k"), n)
+		return s
+	}
+	tests := []struct {
+		name       string
+		checkpoint []uint32 // epochs flushed before the "checkpoint" (nil: empty restart)
+		before     int64    // epoch 6's count the restored store holds before the restart's writes
+		writes     bool     // Restarted writes something
+	}{
+		{"an empty restart gets the tags back and keeps what arrived since", nil, 0, true},
+		{"a checkpoint with epoch 6 open is left as it is", []uint32{5, 6}, 100, false},
+		{"a checkpoint with epoch 6 prepared keeps its clean copy", []uint32{4, 5}, 0, true},
+		{"a checkpoint two epochs old has 6's copy cleared", []uint32{3, 4}, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, mem := newStore(t, g)
+			spec := st.Spec()
+			// The restored store, as the collector holds it after its restart.
+			old := NewOpener(&spec)
+			for _, e := range tt.checkpoint {
+				flush(t, &spec, old, mem, e, one(100))
+			}
+			// The translator, which had opened 6 on the collector before it
+			// went down.
+			o := NewOpener(&spec)
+			b := memop.NewBatch(16, 0)
+			o.Open(b, 0, 5)
+			o.Open(b, 0, 6)
+			// A report of 6 that reached the restarted collector before the
+			// translator's writes (it raced the READ of the tags).
+			if tt.checkpoint == nil {
+				flush(t, &spec, o, mem, 6, one(7))
+			}
+			hdr, err := mem.Slice(0, HeaderSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Reset()
+			if got := o.Restarted(b, 0, slices.Clone(hdr)); got != tt.writes {
+				t.Fatalf("Restarted = %v, want %v", got, tt.writes)
+			}
+			apply(t, mem, b.Ops)
+			flush(t, &spec, o, mem, 6, one(1))
+			want := tt.before + 1
+			if tt.checkpoint == nil {
+				want = 7 + 1
+			}
+			if v, err := st.Estimate(6, []byte("k")); err != nil || v != want {
+				t.Errorf("epoch 6 reads %d (%v), want %d", v, err, want)
+			}
+			if eps, _ := st.Epochs(); len(eps) < 2 || eps[len(eps)-2] != (EpochInfo{6, "open"}) || eps[len(eps)-1] != (EpochInfo{7, "prepared"}) {
+				t.Errorf("epochs %+v, want 6 open and 7 prepared", eps)
+			}
+		})
+	}
+}
