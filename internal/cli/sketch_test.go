@@ -6,9 +6,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/dta-go/dta/client"
@@ -150,5 +152,68 @@ func TestTwoReportersSketchesMergedOverRoCEEqualTheUnionStreamsSketch(t *testing
 				t.Errorf("closed epoch 1 changed: flow 1 estimate %d, want %d", got.Estimate, union.Estimate([]byte{0, 0, 0, 1}))
 			}
 		})
+	}
+}
+
+// TestACollectorThatRestartsEmptyGetsTheOpenSketchEpochBack kills a dta
+// collector (SIGKILL) while its translator has a Sketch-Merge epoch open and
+// restarts it empty on the same RoCEv2 address: the translator reconnects,
+// reads the store's tags over RDMA READ, opens the epoch there again, and the
+// counters that arrive after the restart are answered under that epoch.
+func TestACollectorThatRestartsEmptyGetsTheOpenSketchEpochBack(t *testing.T) {
+	bin := buildDTA(t)
+	cfg := sketchConfig(t, "count-min")
+	m, p := startProcess(t, bin, collectorReady, "collector", "--config", cfg, "--rdma", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	rdmaAddr := m[1]
+	tm, _ := startProcess(t, bin, regexp.MustCompile(`reports on udp (\S+), RoCEv2 to .* metrics on (http://\S+)`), "translator", "--config", cfg,
+		"--collector", rdmaAddr, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	udp, trHTTP := tm[1], tm[2]
+	g := sketch.Geometry{Rows: 4, Columns: 1024, Kind: sketch.CountMin}
+	key := []byte{0, 0, 0, 9}
+	send := func(n int64) {
+		s, _ := sketch.New(g)
+		s.Update(key, n)
+		r, err := reporter.New(reporter.Config{To: udp}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.SendSketch(0, 4, s); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+	}
+	estimate := func(base string) (int64, error) {
+		c, err := client.New(base, nil)
+		if err != nil {
+			return 0, err
+		}
+		got, err := c.SketchEstimate(t.Context(), "sketchmerge", "9", 4)
+		return got.Estimate, err
+	}
+	send(5)
+	eventually(t, "epoch 4 holds the first flush", func() error {
+		if v, err := estimate(m[2]); err != nil || v != 5 {
+			return fmt.Errorf("estimate %d, %v", v, err)
+		}
+		return nil
+	})
+
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	p.exited = true
+	m2, _ := startProcess(t, bin, collectorReady, "collector", "--config", cfg, "--rdma", rdmaAddr, "--http", "127.0.0.1:0")
+	eventually(t, "the translator reconnects and epoch 4 is open on the restarted collector", func() error {
+		send(3)
+		v, err := estimate(m2[2])
+		if err != nil {
+			return err
+		}
+		if v < 3 || v%3 != 0 {
+			return fmt.Errorf("estimate %d: want a multiple of 3 (only flushes after the restart)", v)
+		}
+		return nil
+	})
+	if n := metric(t, trHTTP, "", `dta_translator_drops_total{reason="sink"}`); n > 0 {
+		t.Logf("%v reports dropped while the collector was down (expected)", n)
 	}
 }

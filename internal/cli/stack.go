@@ -210,8 +210,11 @@ func (g *group) wait() error {
 
 // watchMember is watchUplink for collector i of a fan-out stack: its
 // translator resumes that collector's Append heads when it restarts.
-func watchMember(g *group, up *uplink.Uplink, st *translatorStack, i int) {
-	up.OnRestart(func() { st.resumeAppendHeadsOf(st.trs[i], up.Heads()) })
+func watchMember(g *group, up *uplink.Uplink, st *translatorStack, i int, logger *slog.Logger) {
+	up.OnRestart(func() {
+		st.resumeAppendHeadsOf(st.trs[i], up.Heads())
+		go restartSketches(st.trs[i], up, logger)
+	})
 	g.run("uplink", func(ctx context.Context) error {
 		select {
 		case err := <-up.Fatal():
@@ -222,12 +225,30 @@ func watchMember(g *group, up *uplink.Uplink, st *translatorStack, i int) {
 	})
 }
 
+// restartSketches opens tr's current Sketch-Merge epochs again on the
+// collector behind up, which restarted: it reads each store's tags over RDMA
+// READ and writes what they lack (translator.RestartSketches). It runs on
+// its own goroutine: the READs complete on the connection whose restart
+// called it.
+func restartSketches(tr *translator.Translator, up *uplink.Uplink, logger *slog.Logger) {
+	n, err := tr.RestartSketches(func(i int, dst []byte) error {
+		return up.Requester().Read(uint16(i), 0, dst)
+	})
+	if err != nil {
+		logger.Warn("collector restarted: a Sketch-Merge epoch could not be opened again; its queries fail there until the next epoch opens", "err", err)
+	}
+	if n > 0 {
+		logger.Info("collector restarted: Sketch-Merge epochs opened again", "stores", n)
+	}
+}
+
 // watchUplink restarts the translator's Append heads when the collector
 // restarts, and stops the group when the uplink cannot go on.
-func watchUplink(g *group, up *uplink.Uplink, late *lateTranslator) {
+func watchUplink(g *group, up *uplink.Uplink, late *lateTranslator, logger *slog.Logger) {
 	up.OnRestart(func() {
 		if st := late.p.Load(); st != nil {
 			st.resumeAppendHeads(up.Heads())
+			go restartSketches(st.tr, up, logger)
 		}
 	})
 	g.run("uplink", func(ctx context.Context) error {

@@ -196,10 +196,10 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 
 	g := newGroup(ctx)
 	if len(ups) == 1 {
-		watchUplink(g, up, &late)
+		watchUplink(g, up, &late, logger)
 	} else {
 		for i, u := range ups {
-			watchMember(g, u, st, i)
+			watchMember(g, u, st, i, logger)
 		}
 	}
 	g.run("metrics", func(ctx context.Context) error {

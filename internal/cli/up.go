@@ -223,7 +223,7 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 		}
 		defer up.Close()
 		sink, descs = up.Sink(), up.Descriptors()
-		watchUplink(g, up, &late)
+		watchUplink(g, up, &late, logger)
 		if err := col.Metrics().Register(metrics.Requester{R: up.Requester()}); err != nil {
 			return err
 		}

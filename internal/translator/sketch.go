@@ -103,6 +103,50 @@ func (t *Translator) openSketch(st *sketchState, idx uint16, e uint32) error {
 	return nil
 }
 
+// RestartSketches opens again, on a collector that restarted, the newest
+// epoch of every Sketch-Merge store the translator has opened one in: for
+// each, read fills dst with the store's HeaderSize bytes of tags as the
+// restarted collector holds them (an RDMA READ), and the translator writes
+// what sketchmerge.Opener.Restarted says the store lacks. Without it, a
+// collector that restarted empty would hold counters of the open epoch under
+// no tag, and queries of that epoch would fail until the next one opens. It
+// returns how many stores it wrote and the first error; a store whose tags
+// cannot be read is left as it is.
+func (t *Translator) RestartSketches(read func(store int, dst []byte) error) (int, error) {
+	var hdr [sketchmerge.HeaderSize]byte
+	n := 0
+	var first error
+	for i, st := range t.sketches {
+		if st == nil || st.newest.Load() < 0 {
+			continue
+		}
+		if err := read(i, hdr[:]); err != nil {
+			first = cmpErr(first, fmt.Errorf("reading the tags of sketch store %d: %w", i, err))
+			continue
+		}
+		st.mu.Lock()
+		st.batch.Reset()
+		if st.open.Restarted(st.batch, uint16(i), hdr[:]) {
+			if err := t.sink.Apply(st.batch.Ops); err != nil {
+				first = cmpErr(first, fmt.Errorf("%w: opening sketch store %d's epoch again: %w", ErrSink, i, err))
+			} else {
+				n++
+				st.opens.Add(1)
+			}
+		}
+		st.mu.Unlock()
+	}
+	return n, first
+}
+
+// cmpErr keeps the first error.
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
 // OpenSketchEpoch opens epoch e in the Sketch-Merge store with id store (0:
 // the default one) if it is newer than the newest opened, as a report of it
 // would: a front end over several collectors calls it on every collector's
