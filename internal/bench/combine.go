@@ -60,6 +60,9 @@ type RemoteRow struct {
 	TranslatorCPUPerMillion Stat `json:"translator_cpu_s_per_million_reports"`
 	ResponderOpsPerSec      Stat `json:"responder_ops_per_s"`
 	OpsPerReport            Stat `json:"rdma_ops_per_report"`
+	// ResponderPacketsPerCPUSecond is the request packets the responder
+	// takes in per second of its CPU.
+	ResponderPacketsPerCPUSecond Stat `json:"responder_packets_per_cpu_s"`
 }
 
 // RatioRow is DTA / baseline for one primitive and mode: each run's ratio
@@ -69,6 +72,10 @@ type RatioRow struct {
 	Mode      string `json:"mode"`
 	Accepted  Stat   `json:"accepted"`
 	PerCore   Stat   `json:"per_cpu_second"`
+
+	// ResponderOfBaseline is, over a remote sink with the baseline run, the
+	// responder's CPU per report over the baseline collector's, per run.
+	ResponderOfBaseline *Stat `json:"responder_cpu_of_baseline_cpu,omitempty"`
 
 	// Fractions of the receive-only ceiling (Ratio), when it ran.
 	DTAOfCeiling         *Stat `json:"dta_of_ceiling_accepted,omitempty"`
@@ -134,10 +141,11 @@ func Combine(reps []*Report) *Combined {
 				})
 			}
 			remote = &RemoteRow{
-				ResponderCPUPerMillion:  rf(func(r *RemoteResult) float64 { return r.ResponderCPUPerMillion }),
-				TranslatorCPUPerMillion: rf(func(r *RemoteResult) float64 { return r.TranslatorCPUPerMillion }),
-				ResponderOpsPerSec:      rf(func(r *RemoteResult) float64 { return r.ResponderOpsPerSec }),
-				OpsPerReport:            rf(func(r *RemoteResult) float64 { return r.OpsPerReport }),
+				ResponderCPUPerMillion:       rf(func(r *RemoteResult) float64 { return r.ResponderCPUPerMillion }),
+				TranslatorCPUPerMillion:      rf(func(r *RemoteResult) float64 { return r.TranslatorCPUPerMillion }),
+				ResponderOpsPerSec:           rf(func(r *RemoteResult) float64 { return r.ResponderOpsPerSec }),
+				OpsPerReport:                 rf(func(r *RemoteResult) float64 { return r.OpsPerReport }),
+				ResponderPacketsPerCPUSecond: rf(func(r *RemoteResult) float64 { return r.ResponderPacketsPerCPUSecond }),
 			}
 		}
 		c.Rows = append(c.Rows, Row{
@@ -172,6 +180,9 @@ func Combine(reps []*Report) *Combined {
 		if q.INTOfNative != 0 {
 			row.INTOfNative = ptr(of(func(r *Ratio) float64 { return r.INTOfNative }))
 			row.INTOfNativePerCore = ptr(of(func(r *Ratio) float64 { return r.INTOfNativePerCore }))
+		}
+		if q.ResponderOfBaseline != 0 {
+			row.ResponderOfBaseline = ptr(of(func(r *Ratio) float64 { return r.ResponderOfBaseline }))
 		}
 		if q.DurableOfDTA != 0 {
 			row.DurableOfDTA = ptr(of(func(r *Ratio) float64 { return r.DurableOfDTA }))
@@ -246,7 +257,30 @@ func (c *Combined) WriteTable(w io.Writer) error {
 			}
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// The responder's line per primitive and mode, as one run prints it,
+	// with medians and ranges.
+	for _, x := range c.Rows {
+		if x.Collector != DTA || x.Remote == nil {
+			continue
+		}
+		q := x.Remote
+		line := fmt.Sprintf("  %s %s responder: %s CPU s/M rep, %s M pkts/CPU s (goal >= %.0f)", x.Primitive, x.Mode,
+			rangeOf(q.ResponderCPUPerMillion, 1, "%.3f"), rangeOf(q.ResponderPacketsPerCPUSecond, 1e6, "%.2f"), goalPacketsPerCPUSecond/1e6)
+		if r, ok := ratios[x.Primitive+" "+x.Mode]; ok && r.ResponderOfBaseline != nil {
+			verdict := "met"
+			if r.ResponderOfBaseline.Median > goalOfBaseline {
+				verdict = "not met"
+			}
+			line += fmt.Sprintf("; responder/baseline %s (goal <= %.2fx: %s by the median)", rangeOf(*r.ResponderOfBaseline, 1, "%.2fx"), goalOfBaseline, verdict)
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func rangeOf(s Stat, unit float64, f string) string {

@@ -184,6 +184,28 @@ func TestCombineKeepsTheRemoteSinksFigures(t *testing.T) {
 	}
 }
 
+func TestCombinePrintsTheRespondersLineWithRanges(t *testing.T) {
+	mk := func(resp, base, pkts float64) *Report {
+		return &Report{
+			Results: []Result{
+				{Primitive: "keywrite", Mode: "single/recvmmsg", Collector: DTA, Sink: "roce",
+					Remote: &RemoteResult{ResponderCPUPerMillion: resp, ResponderPacketsPerCPUSecond: pkts}},
+				{Primitive: "keywrite", Mode: "single/recvmmsg", Collector: Baseline, CPUPerMillion: base},
+			},
+			Ratios: []Ratio{{Primitive: "keywrite", Mode: "single/recvmmsg", Accepted: 1, PerCore: 1, ResponderOfBaseline: resp / base}},
+		}
+	}
+	c := Combine([]*Report{mk(0.2, 1, 5e6), mk(0.3, 1, 4e6), mk(0.5, 1, 3e6)})
+	var b bytes.Buffer
+	if err := c.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "keywrite single/recvmmsg responder: 0.300 (0.200..0.500) CPU s/M rep, 4.00 (3.00..5.00) M pkts/CPU s (goal >= 1); responder/baseline 0.30x (0.20x..0.50x) (goal <= 0.33x: met by the median)"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("table lacks\n%s\n%s", want, b.String())
+	}
+}
+
 // checkedSink is a RoCE sink that, before it is released at the end of a
 // run, looks at what reached the run's catalogue.
 type checkedSink struct {
