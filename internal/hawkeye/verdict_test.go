@@ -15,7 +15,7 @@ import (
 // deadlock's loop had not closed yet).
 //
 // Deadlock-in may have one wrong of 20: since its loops close reliably
-// (19 of these seeds judged, about 13 before), seed 9018 is judged, and
+// (19 of these seeds judged, 11 before), seed 9018 is judged, and
 // there a background flow (h13→h10) queued at the loop port a2.0.p1 ahead
 // of the loop flows outranks the bursts at a2.1.p0 (about 3 % of
 // deadlock-in traces over seeds 1–120 and 2001–2100 are wrong this way:
