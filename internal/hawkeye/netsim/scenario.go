@@ -387,9 +387,9 @@ func (b *builder) storm() error {
 	return nil
 }
 
-// LoopGbps caps the rate of the four flows whose routes close the loop of
-// the deadlock scenarios: the loop carries them without congestion until
-// something pauses one of its ports.
+// LoopGbps caps the rate of the misrouted traffic on each link of the loop
+// of the deadlock scenarios (two flows a link, 2 × LoopGbps): the loop
+// carries it without congestion until something pauses one of its ports.
 const LoopGbps = 40
 
 // deadlock closes a cyclic buffer dependency over the four switches of a
@@ -397,13 +397,27 @@ const LoopGbps = 40
 //
 //	E1 → A1 → E2 → A2 → E1
 //
-// with four flows of LoopGbps, each on two consecutive links of the loop (so
-// each flow's path misses one switch of the loop): G1 from a host of E1 to a
-// host X of E2 through A1 and G3 from a host of E2 to a host of E1 through
-// A2 (shortest paths, pinned), G2 from another pod through A1, E2, A2 and on
-// to a third pod, G4 from another pod through A2, E1, A1 and on (both
-// misrouted: a down-up bounce at E2 and E1). In loop: micro-bursts from
-// three hosts to E2's hosts, all through A1, congest the loop port A1→E2. Out of loop: X, outside the loop, injects PAUSE frames.
+// with flows each on two consecutive links of the loop (so each flow's path
+// misses one switch of the loop): G1 (LoopGbps) from a host of E1 to a host
+// X of E2 through A1 and G3 (LoopGbps) from a host of E2 to a host of E1
+// through A2 (shortest paths, pinned); G2 from other pods through A1, E2, A2
+// and on to a third pod, and G4 from other pods through A2, E1, A1 and on
+// (both misrouted: a down-up bounce at E2 and E1), each two flows of
+// LoopGbps/2 from two hosts entering the aggregation switch by its two
+// cores. In loop: micro-bursts from three hosts to E2's hosts, all through
+// A1, congest the loop port A1→E2. Out of loop: X, outside the loop,
+// injects PAUSE frames.
+//
+// The loop flows start 10–30 µs before the anomaly, at their full rate:
+// started earlier, background traffic on the loop's links had often cut
+// them by DCQCN before the anomaly came, and the loop no longer held
+// enough of their packets to close. Splitting G2 and G4 over two
+// ingresses of the aggregation switch doubles what the bounce holds
+// there when the loop pauses (the PFC thresholds are per ingress): when
+// the anomaly's cause stops, enough of it reaches the bouncing edge switch
+// to hold the loop closed before the pauses unwind. No host sends two of
+// the loop flows or a loop flow and a burst (a NIC paused for one flow
+// stops every flow it sends).
 func (b *builder) deadlock(out bool) error {
 	t := b.tree
 	P := b.r.IntN(4)
@@ -412,31 +426,44 @@ func (b *builder) deadlock(out bool) error {
 	e2, a2 := 1-e1, 1-a1
 	E1, E2, A1, A2 := t.edge(P, e1), t.edge(P, e2), t.agg(P, a1), t.agg(P, a2)
 	b.t.Loop = []PortRef{{E1, 2 + a1}, {A1, e2}, {E2, 2 + a2}, {A2, e1}}
-	start := b.ta - b.us(100, 200)
+	start := b.ta - b.us(10, 30)
 	x, y := b.r.IntN(2), b.r.IntN(2)
 	X := t.host(P, e2, x)
-	// G2 and G4 come from and go to other pods, each through a random core
-	// of the aggregation switch they enter and leave by.
-	Q1 := b.otherPod(P)
-	Q2 := b.otherPod(P, Q1)
-	Q3 := b.otherPod(P)
-	Q4 := b.otherPod(P, Q3)
-	core := func(a int) NodeID { return t.core(a*2 + b.r.IntN(2)) }
+	// G2 and G4 come from and go to other pods: two flows each, entering
+	// the aggregation switch by its two cores and leaving by a random core
+	// of the other one, from four different hosts.
 	type loopFlow struct {
-		f   Flow
-		via []NodeID
+		f    Flow
+		via  []NodeID
+		gbps float64
 	}
-	qe := func() int { return b.r.IntN(2) }
-	e21, e22, e41, e42 := qe(), qe(), qe(), qe()
-	for _, x := range []loopFlow{
-		{Flow{Src: t.host(P, e1, y), Dst: X}, []NodeID{A1, E2}},
-		{Flow{Src: t.host(Q1, e21, b.r.IntN(2)), Dst: t.host(Q2, e22, b.r.IntN(2))},
-			[]NodeID{t.edge(Q1, e21), t.agg(Q1, a1), core(a1), A1, E2, A2, core(a2), t.agg(Q2, a2), t.edge(Q2, e22)}},
-		{Flow{Src: t.host(P, e2, 1-x), Dst: t.host(P, e1, 1-y)}, []NodeID{A2, E1}},
-		{Flow{Src: t.host(Q3, e41, b.r.IntN(2)), Dst: t.host(Q4, e42, b.r.IntN(2))},
-			[]NodeID{t.edge(Q3, e41), t.agg(Q3, a2), core(a2), A2, E1, A1, core(a1), t.agg(Q4, a1), t.edge(Q4, e42)}},
-	} {
-		x.f.Start, x.f.MaxGbps, x.f.Tag = start, LoopGbps, "loop"
+	flows := []loopFlow{
+		{Flow{Src: t.host(P, e1, y), Dst: X}, []NodeID{A1, E2}, LoopGbps},
+		{Flow{Src: t.host(P, e2, 1-x), Dst: t.host(P, e1, 1-y)}, []NodeID{A2, E1}, LoopGbps},
+	}
+	used := map[NodeID]bool{}
+	bounce := func(in, out NodeID, ain, aout int) {
+		for j := range 2 {
+			var q, qe int
+			var h NodeID
+			for {
+				q, qe = b.otherPod(P), b.r.IntN(2)
+				h = t.host(q, qe, b.r.IntN(2))
+				if !used[h] {
+					break
+				}
+			}
+			used[h] = true
+			q2, qe2 := b.otherPod(P, q), b.r.IntN(2)
+			flows = append(flows, loopFlow{Flow{Src: h, Dst: t.host(q2, qe2, b.r.IntN(2))},
+				[]NodeID{t.edge(q, qe), t.agg(q, ain), t.core(ain*2 + j), in, out, t.agg(P, aout), t.core(aout*2 + b.r.IntN(2)), t.agg(q2, aout), t.edge(q2, qe2)},
+				LoopGbps / 2})
+		}
+	}
+	bounce(A1, E2, a1, a2) // G2: A1 → E2 → A2
+	bounce(A2, E1, a2, a1) // G4: A2 → E1 → A1
+	for _, x := range flows {
+		x.f.Start, x.f.MaxGbps, x.f.Tag = start, x.gbps, "loop"
 		if _, err := b.via(x.f, x.via...); err != nil {
 			return err
 		}
@@ -462,9 +489,23 @@ func (b *builder) deadlock(out bool) error {
 	}
 	var srcs []src
 	srcs = append(srcs, src{t.host(P, e1, 1-y), []NodeID{A1, E2}})
-	for j := range 2 {
-		q, qe := pods[j], b.r.IntN(2)
-		srcs = append(srcs, src{t.host(q, qe, b.r.IntN(2)), []NodeID{t.edge(q, qe), t.agg(q, a1), t.core(a1*2 + j), A1, E2}})
+	// Two of the other pods with a host that sends no loop flow (a
+	// burst paused back to its NIC would stop the loop flow).
+	j := 0
+	for _, q := range pods {
+		var free []NodeID
+		for i := range 4 {
+			if h := t.host(q, i/2, i%2); !used[h] {
+				free = append(free, h)
+			}
+		}
+		if len(free) == 0 || j == 2 {
+			continue
+		}
+		h := free[b.r.IntN(len(free))]
+		qe := int(h-t.host(q, 0, 0)) / 2
+		srcs = append(srcs, src{h, []NodeID{t.edge(q, qe), t.agg(q, a1), t.core(a1*2 + j), A1, E2}})
+		j++
 	}
 	for k, sr := range srcs {
 		fl, err := b.via(Flow{Src: sr.h, Dst: t.host(P, e2, k%2), Start: b.ta + time.Duration(b.r.IntN(1000)),
