@@ -360,7 +360,7 @@ func printHawkeyeRun(w io.Writer, res *hawkeye.RunResult, base string) {
 			// never formed, a deadlock's loop closed only after the firing, or
 			// a contention's victim never crossed the contended port or was
 			// paused by PFC the contention did not send.
-			fmt.Fprintf(w, "  verdict:   not judged (%s; the diagnosis would be %s)\n", hawkeyeWhyNotJudged(tr, res.Setting), rightOrWrong(v.Correct))
+			fmt.Fprintf(w, "  verdict:   not judged (%s); scored against the injected anomaly anyway, the diagnosis would count as %s\n", hawkeyeWhyNotJudged(tr, res.Setting), rightOrWrong(v.Correct))
 		case v.Correct:
 			fmt.Fprintf(w, "  verdict:   right\n")
 		default:
