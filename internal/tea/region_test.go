@@ -3,6 +3,7 @@ package tea_test
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/tea"
@@ -32,7 +33,10 @@ func TestATableInARegionIsFoundByTheEngine(t *testing.T) {
 	checkTable(t, tab, r)
 	p, _ := tea.PlaceEqual(spec, 1, 1)
 	var bad int
-	eng, err := tea.New(tea.Config{Placement: p, Readers: []tea.Reader{tea.MemoryReader{Mem: r}}, Stash: tab.Stash(),
+	// A read answered after Timeout counts as lost (and with one server the
+	// lookup fails): a second, not the 1 ms default, so that a descheduled
+	// test goroutine on a loaded machine is not a lost read.
+	eng, err := tea.New(tea.Config{Placement: p, Readers: []tea.Reader{tea.MemoryReader{Mem: r}}, Stash: tab.Stash(), Timeout: time.Second,
 		Done: func(res *tea.Result) {
 			if !res.Found || !bytes.Equal(res.Value, valueOf(res.Key, 6)) || res.Reads > 1 || string(res.Packet) != "pkt" {
 				bad++
