@@ -179,9 +179,9 @@ func NewBackend(cfg Config, t Backend, logger *slog.Logger) (*Ingest, error) {
 func listenXDP(cfg Config, t Backend, logger *slog.Logger) (*xdp.Listener, error) {
 	port := func(addr string) (uint16, error) {
 		ap, err := netip.ParseAddrPort(addr)
-		if err != nil {
+		if i := strings.LastIndex(addr, ":"); err != nil && i >= 0 {
 			// ":40040" and "[::]:40040" style: no host.
-			ap, err = netip.ParseAddrPort("0.0.0.0" + addr[strings.LastIndex(addr, ":"):])
+			ap, err = netip.ParseAddrPort("0.0.0.0" + addr[i:])
 		}
 		if err != nil || ap.Port() == 0 {
 			return 0, fmt.Errorf("xdp ingest: %q: want a fixed port", addr)
