@@ -253,7 +253,7 @@ func TestSendRejectsReportsThatWouldNotDecode(t *testing.T) {
 func TestSendDoesNotAllocate(t *testing.T) {
 	f := newFakeTranslator(t)
 	_ = f.conn.SetReadBuffer(8 << 20) // the sends outpace the drain: fewer drops
-	go func() { // drain, and acknowledge retransmittable datagrams, without allocating
+	go func() {                       // drain, and acknowledge retransmittable datagrams, without allocating
 		buf := make([]byte, 2048)
 		var ack [dta.AckLen]byte
 		for {
@@ -273,7 +273,7 @@ func TestSendDoesNotAllocate(t *testing.T) {
 		// ACKed; a datagram the loaded kernel drops is resent after 100 ms
 		// (with an hour, a full window waited an hour for room).
 		{To: f.addr(), Local: "127.0.0.1:0", Retransmit: true, RetransmitTimeout: 100 * time.Millisecond},
-		{To: f.addr(), Rate: 50000, Batch: 8},                                                // sleeps in the limiter
+		{To: f.addr(), Rate: 50000, Batch: 8}, // sleeps in the limiter
 	} {
 		t.Run(fmt.Sprintf("%+v", cfg), func(t *testing.T) {
 			r := mustNew(t, cfg)
