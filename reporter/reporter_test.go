@@ -252,8 +252,9 @@ func TestSendRejectsReportsThatWouldNotDecode(t *testing.T) {
 
 func TestSendDoesNotAllocate(t *testing.T) {
 	f := newFakeTranslator(t)
-	_ = f.conn.SetReadBuffer(8 << 20) // the sends outpace the drain: fewer drops
-	go func() {                       // drain, and acknowledge retransmittable datagrams, without allocating
+	// The sends outpace the drain: a large buffer drops fewer.
+	_ = f.conn.SetReadBuffer(8 << 20)
+	go func() { // drain, and acknowledge retransmittable datagrams, without allocating
 		buf := make([]byte, 2048)
 		var ack [dta.AckLen]byte
 		for {
