@@ -146,7 +146,7 @@ func (r *Router) FlushAll() {
 // NewWorker returns a worker for one reader: a translator worker per
 // collector.
 func (r *Router) NewWorker() ingest.Worker {
-	w := &Worker{r: r, ws: make([]*translator.Worker, len(r.members)), used: make([]bool, len(r.members)),
+	w := &Worker{r: r, ws: make([]*translator.Worker, len(r.members)), used: make([]bool, len(r.members)), touched: make([]bool, len(r.members)),
 		dec: dta.Decoder{Legacy: r.cfg.LegacyHeader}, owners: make([]int, 0, len(r.members))}
 	for i, m := range r.members {
 		w.ws[i] = m.Tr.NewWorker()
@@ -156,17 +156,21 @@ func (r *Router) NewWorker() ingest.Worker {
 
 // Worker routes the reports of one reader's datagrams.
 type Worker struct {
-	r      *Router
-	ws     []*translator.Worker
-	used   []bool // ws[i] began a datagram
-	dec    dta.Decoder
-	dg     dta.Datagram
-	rep    dta.Report
-	owners []int
-	key    [8]byte
-	reply  [dta.AckLen]byte
-	from   netip.AddrPort
-	now    int64
+	r    *Router
+	ws   []*translator.Worker
+	used []bool // ws[i] began a datagram
+	// batched: the ingest ends every batch with EndBatch (DeferToBatch);
+	// touched: ws[i] got reports since the last EndBatch.
+	batched bool
+	touched []bool
+	dec     dta.Decoder
+	dg      dta.Datagram
+	rep     dta.Report
+	owners  []int
+	key     [8]byte
+	reply   [dta.AckLen]byte
+	from    netip.AddrPort
+	now     int64
 }
 
 // Handle routes one datagram's reports and returns the ACK/NACK to send,
@@ -188,6 +192,7 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 		w.r.stats.Malformed.Add(1)
 		// The first translator counts it by reason, as a lone one would.
 		w.ws[0].Handle(b, from, now)
+		w.touched[0] = true // its datagram count is published at EndBatch
 		return reply
 	}
 	w.BeginAdapted(from, now)
@@ -207,7 +212,30 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 		w.AddReport(&w.rep)
 	}
 	w.EndAdapted()
+	if w.batched && h.Retransmit() {
+		w.EndBatch() // applied before its ACK leaves
+	}
 	return reply
+}
+
+// DeferToBatch makes every collector's translator worker hold a batch's
+// stateless ops and counts until EndBatch (translator.Worker.DeferToBatch).
+func (w *Worker) DeferToBatch() {
+	w.batched = true
+	for _, x := range w.ws {
+		x.DeferToBatch()
+	}
+}
+
+// EndBatch ends the batch in every translator worker that got reports in
+// it: their ops are applied (sent) and their counts published.
+func (w *Worker) EndBatch() {
+	for i, t := range w.touched {
+		if t {
+			w.ws[i].EndBatch()
+			w.touched[i] = false
+		}
+	}
 }
 
 // Refuse counts a refused datagram (source not allowed, rate limited).
@@ -230,7 +258,7 @@ func (w *Worker) AddReport(rep *dta.Report) {
 	w.owners = w.r.route(w.owners[:0], rep, &w.key)
 	for _, o := range w.owners {
 		if !w.used[o] {
-			w.used[o] = true
+			w.used[o], w.touched[o] = true, true
 			w.ws[o].BeginAdapted(w.from, w.now)
 		}
 		w.ws[o].AddReport(rep)

@@ -189,3 +189,52 @@ func TestRetransmittableDatagramsAreCheckedOnceAndAcked(t *testing.T) {
 		t.Errorf("%d reports routed, want 1 (the NACKed datagram is not applied)", got)
 	}
 }
+
+func TestABatchedRouterAppliesEachCollectorsOpsAtTheEndOfTheBatch(t *testing.T) {
+	c := newCluster(t, 3, 1)
+	c.w.DeferToBatch()
+	pm, _ := partition.New(c.names)
+	found := func(k uint32) bool {
+		res, _ := c.cats[pm.Owner(key(k))].ByName("keywrite").KeyWrite.Query(le(k), 0, 0, nil)
+		return res.Status.String() == "found"
+	}
+	for k := uint32(1); k <= 30; k++ {
+		c.w.Handle(datagram(t, dta.Header{}, dta.Report{Opcode: dta.OpKeyWrite, Redundancy: 2, Key: key(k), Value: key(k)}), from, 1)
+	}
+	if found(1) {
+		t.Error("a batched report was applied before the batch ended")
+	}
+	c.w.EndBatch()
+	for k := uint32(1); k <= 30; k++ {
+		if !found(k) {
+			t.Errorf("key %d not on its owner after EndBatch", k)
+		}
+	}
+	var reports uint64
+	for _, m := range c.router.members {
+		reports += m.Tr.Stats().Reports[dta.KeyWrite]
+	}
+	if reports != 30 {
+		t.Errorf("%d reports counted after EndBatch, want 30", reports)
+	}
+	// A datagram its reporter may resend is applied before its ACK.
+	ack := c.w.Handle(datagram(t, dta.Header{Flags: dta.FlagRetransmit, Seq: 1}, dta.Report{Opcode: dta.OpKeyWrite, Redundancy: 2, Key: key(99), Value: key(1)}), from, 1)
+	if ack == nil {
+		t.Fatal("no ACK")
+	}
+	if !found(99) {
+		t.Error("a retransmittable report was ACKed before it was applied")
+	}
+}
+
+func datagram(t *testing.T, h dta.Header, reps ...dta.Report) []byte {
+	t.Helper()
+	var bw dta.BatchWriter
+	bw.Reset(make([]byte, 0, 1500), h)
+	for i := range reps {
+		if err := bw.Add(&reps[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bw.Bytes()
+}

@@ -232,18 +232,22 @@ func (w *Worker) AddReport(r *dta.Report) {
 }
 
 // EndAdapted ends the datagram BeginAdapted started: what it collected is
-// applied, and the counts published.
+// applied, and the counts published (after DeferToBatch: at EndBatch).
 func (w *Worker) EndAdapted() {
 	w.flushRun()
-	w.flushPending()
-	if w.push != nil {
-		w.push.Push()
+	if !w.batched {
+		w.flushPending()
+		if w.push != nil {
+			w.push.Push()
+		}
 	}
 	if w.mayHold {
 		w.mayHold = false
 		w.t.woken()
 	}
-	w.publish()
+	if !w.batched {
+		w.publish()
+	}
 }
 
 func (w *Worker) ack(seq uint8, nack bool) []byte {
