@@ -140,7 +140,21 @@ func TestTwoReportersSketchesMergedOverRoCEEqualTheUnionStreamsSketch(t *testing
 					t.Errorf("heavy hitter %d is %s (estimate %d), want %s (%d packets)", i, h.Key, h.Estimate, want, truth[flows[i]])
 				}
 			}
-			// A late flush for the closed epoch is dropped and counted.
+			// A late flush for the closed epoch is dropped and counted. The
+			// epoch-2 flushes above may still be on their way (another
+			// reporter socket, maybe another reader): wait until the
+			// translator has opened epoch 2, closing 1.
+			eventually(t, "epoch 1 is closed", func() error {
+				eps, err := c.SketchEpochs(t.Context(), "sketchmerge")
+				if err != nil {
+					return err
+				}
+				if eps.Latest == nil || *eps.Latest != 1 {
+					send(2, one)
+					return fmt.Errorf("epochs %+v", eps.Epochs)
+				}
+				return nil
+			})
 			send(1, one)
 			eventually(t, "a flush for a closed epoch is counted", func() error {
 				if n := metric(t, base, "", `dta_translator_drops_total{reason="epoch_closed"}`); n < 1 {

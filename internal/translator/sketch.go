@@ -83,6 +83,10 @@ func (w *Worker) sketch(idx uint16, r *dta.Report) error {
 // what that writes before returning, so that no counter of e can reach the
 // sink before its copy is clear.
 func (w *Worker) openEpoch(st *sketchState, idx uint16, e uint32) error {
+	// The ops this worker holds (a batch's, with DeferToBatch) go first: a
+	// counter of an older epoch must not land after the open clears its
+	// copy for a newer one.
+	w.flushPending()
 	return w.t.openSketch(st, idx, e)
 }
 

@@ -125,3 +125,32 @@ func BenchmarkSketch(b *testing.B) {
 	}
 	b.ReportMetric(float64(i)*48/b.Elapsed().Seconds(), "counters/s")
 }
+
+// TestABatchedWorkersCountersLandBeforeANewerEpochRecyclesTheirCopy sends,
+// in one batch, counters of epoch 5 and then a report of epoch 7, whose open
+// clears 5's copy to prepare epoch 8: the counters of 5 must be applied
+// before that clear, so that the prepared epoch 8 reads all zeros.
+func TestABatchedWorkersCountersLandBeforeANewerEpochRecyclesTheirCopy(t *testing.T) {
+	cat := sketchCatalog(t, 1024)
+	tr, err := translator.New(translator.DefaultConfig(), cat.Descriptors(), cat, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := tr.NewWorker()
+	w.DeferToBatch()
+	from := netip.MustParseAddrPort("192.0.2.1:9")
+	w.Handle(sketchDatagram(t, 5, 1, 128), from, 1)
+	w.Handle(sketchDatagram(t, 7, 2, 0), from, 1)
+	w.EndBatch()
+	sm := cat.ByName("sk").SketchMerge
+	row := make([]int64, 1024)
+	got, err := sm.Row(8, 1, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, v := range got {
+		if v != 0 {
+			t.Fatalf("prepared epoch 8, row 1, column %d holds %d: an epoch-5 counter landed after its copy was recycled", c, v)
+		}
+	}
+}
