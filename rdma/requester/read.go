@@ -57,7 +57,7 @@ func (r *Requester) postRead(op *Op, t *Target, span int) {
 	}
 	r.sinceAckReq = 0
 	s.buf = pkt.AppendTo(s.buf[:0])
-	_ = r.out.Seal(s.buf)
+	_ = r.icrc.Seal(&r.out, s.buf)
 	s.atomic, s.kind, s.id = false, Read, op.ID
 	s.read, s.rk, s.rn, s.got, s.dst, s.done = true, 0, span, 0, op.Dst, op.done
 	for k := 1; k < span; k++ {

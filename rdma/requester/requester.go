@@ -66,6 +66,7 @@ type Requester struct {
 	state connState
 	epoch uint64 // connections lost so far
 	now   int64
+	icrc  roce.ICRCCache // the connection's ICRC prefixes, both directions
 
 	// send queue
 	qpn, remoteQPN uint32
@@ -445,7 +446,7 @@ func (r *Requester) handle(b []byte, from netip.AddrPort) {
 		r.stats.Stray.Add(1)
 		return
 	}
-	if err := r.in.VerifyICRC(b); err != nil {
+	if err := r.icrc.Verify(&r.in, b); err != nil {
 		r.stats.BadICRC.Add(1)
 		return
 	}

@@ -257,7 +257,7 @@ func (r *Requester) postPacket(op *Op, t *Target, k, npk int, lastOfCall bool) {
 		r.sinceAckReq = 0
 	}
 	s.buf = pkt.AppendTo(s.buf[:0])
-	_ = r.out.Seal(s.buf)
+	_ = r.icrc.Seal(&r.out, s.buf)
 	s.atomic, s.kind, s.id = op.atomic(), op.Kind, op.ID
 	s.read = false
 	if w.n == 0 {
@@ -477,7 +477,7 @@ func (r *Requester) goBackN(psn uint32) {
 		}
 		if i == w.n-1 && s.buf[8]&0x80 == 0 {
 			s.buf[8] |= 0x80 // AckReq
-			_ = r.out.Seal(s.buf)
+			_ = r.icrc.Seal(&r.out, s.buf)
 		}
 		r.send(s.buf)
 		sent++

@@ -42,6 +42,11 @@ func update8(reg uint32, p []byte) uint32 {
 			t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]]
 		p = p[8:]
 	}
+	if len(p) >= 4 {
+		reg ^= binary.LittleEndian.Uint32(p)
+		reg = t[3][byte(reg)] ^ t[2][byte(reg>>8)] ^ t[1][byte(reg>>16)] ^ t[0][reg>>24]
+		p = p[4:]
+	}
 	for _, c := range p {
 		reg = step(reg, c)
 	}
