@@ -349,7 +349,7 @@ func (d *Durable) headNow(s *store.Store, list uint32) uint64 {
 // fixHeader sets a copied list header's head to before (the head when the
 // checkpoint began) and raises its low watermark past every entry the writer
 // could have overwritten by the time the head was after: entries below
-// after + Batch - Capacity.
+// after + Window - Capacity (appendlist.Spec.Lowest).
 func fixHeader(hdr []byte, sp appendlist.Spec, before, after uint64) {
 	low := le64(hdr[8:])
 	if lost := sp.Lowest(after, 0); after > before && lost > low {

@@ -95,12 +95,32 @@ func (s Spec) HeadOffset(list uint32) uint64 { return uint64(list) * s.ListStrid
 // LowOffset is the offset of list's low watermark word.
 func (s Spec) LowOffset(list uint32) uint64 { return s.HeadOffset(list) + 8 }
 
+// MaxWriteBytes bounds the entries a writer places in one write when whole
+// batches arrive together (Spec.Window).
+const MaxWriteBytes = 4096
+
+// maxGroup is the most batches a writer places before it publishes a head.
+const maxGroup = 16
+
+// Window is the most entries a writer places beyond the head it published:
+// whole batches that arrive together (a run of one list's entries in one
+// datagram) are written in one write of up to MaxWriteBytes, followed by one
+// head, rather than a write and a head each. It is Batch times the batches
+// such a write holds (at most 16, and at most a sixteenth of the ring, so a
+// reader the writer laps loses little more than with one batch), and
+// never less than Batch.
+func (s Spec) Window() uint64 {
+	b := uint64(s.Batch)
+	g := min(MaxWriteBytes/(b*uint64(s.EntrySize)), maxGroup, s.Capacity/(16*b))
+	return max(g, 1) * b
+}
+
 // Lowest is the oldest entry index readable in a list whose head is head and
-// whose low watermark is low: the writer may be placing up to one batch
-// beyond head, overwriting the oldest Batch entries of the ring, and nothing
-// below low is readable.
+// whose low watermark is low: the writer may be placing up to Window entries
+// beyond head, overwriting the oldest Window entries of the ring, and
+// nothing below low is readable.
 func (s Spec) Lowest(head, low uint64) uint64 {
-	w := head + uint64(s.Batch)
+	w := head + s.Window()
 	if w <= s.Capacity {
 		return low
 	}

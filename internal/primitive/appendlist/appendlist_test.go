@@ -126,7 +126,7 @@ func TestEntriesArriveInOrderWithoutLoss(t *testing.T) {
 		{1, 4, 64}, {3, 8, 64}, {4, 8, 64}, {4, 13, 50}, {16, 4, 64}, {16, 20, 100},
 	} {
 		spec := appendlist.Spec{Lists: 3, Capacity: tt.capacity, EntrySize: tt.size, Batch: tt.batch}
-		n := tt.capacity - uint64(tt.batch) // what a reader can count on
+		n := tt.capacity - spec.Window() // what a reader can count on
 		t.Run(fmt.Sprintf("%d entries of %d bytes in batches of %d come back in order", n, tt.size, tt.batch), func(t *testing.T) {
 			f := newFixture(t, spec)
 			// Interleave three lists; list 1 gets twice as many adds of its own.

@@ -15,7 +15,7 @@ type WriterStats struct {
 	Batches      atomic.Uint64 // batches written (full or partial)
 	Partial      atomic.Uint64 // of which partial (flushed by delay or immediate)
 	WrapSplits   atomic.Uint64 // batches split in two writes at the ring's end
-	HeaderWrites atomic.Uint64 // head publications
+	HeaderWrites atomic.Uint64 // head publications (one per batch, or per group of whole batches written together)
 	Written      atomic.Uint64 // entries written out in batches (including batches the sink refused)
 	Discarded    atomic.Uint64 // pending entries dropped by Resume
 }
@@ -53,6 +53,7 @@ type Writer struct {
 	lists   []listState
 	pending []byte          // Lists × Batch × EntrySize
 	dirty   []atomic.Uint64 // bit per list with pending entries
+	group   int             // whole batches placed in one write before a head (Spec.Window / Batch)
 	stats   WriterStats
 }
 
@@ -68,6 +69,7 @@ func NewWriter(spec Spec, store uint16) (*Writer, error) {
 		lists:   make([]listState, spec.Lists),
 		pending: make([]byte, int(spec.Lists)*spec.Batch*spec.EntrySize),
 		dirty:   make([]atomic.Uint64, (spec.Lists+63)/64),
+		group:   int(spec.Window()) / spec.Batch,
 	}, nil
 }
 
@@ -127,12 +129,16 @@ func (w *Writer) Add(list uint32, entry []byte, imm bool, now int64, b *memop.Ba
 }
 
 // AddEntries appends the entries packed back to back in entries (a whole
-// number of EntrySize-byte entries) to list, as one Add per entry would, in
-// order, but under one acquisition of the list's lock. Each batch written
+// number of EntrySize-byte entries) to list under one acquisition of the
+// list's lock. The list's memory ends as one Add per entry would leave it,
+// but whole batches among the entries are placed together: up to
+// Spec.Window entries in one write (two when it wraps the ring's end), then
+// one head, instead of a write and a head per batch. Each group written
 // along the way is applied to sink before AddEntries returns; b is reset
-// whenever one is. It returns how many of those batch writes the sink refused
-// (each one drops its batch and counts as one refused report, as Add's error
-// does) and the first such error.
+// whenever one is. It returns how many batches the sink refused (a refused
+// group drops its batches, each counting as one refused report, as Add's
+// error does) and the first such error. Immediate entries are written one
+// by one, each with its head, as Add writes them.
 func (w *Writer) AddEntries(list uint32, entries []byte, imm bool, now int64, b *memop.Batch, sink memop.Sink) (refused int, err error) {
 	if list >= w.spec.Lists {
 		return 0, ErrList
@@ -148,25 +154,37 @@ func (w *Writer) AddEntries(list uint32, entries []byte, imm bool, now int64, b 
 	l := &w.lists[list]
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	base := int(list) * w.spec.Batch * es
 	var c emitted
+	if imm {
+		refused, err = w.addEach(list, l, entries, now, b, sink, &c)
+	} else {
+		refused, err = w.addGrouped(list, l, entries, now, b, sink, &c)
+	}
+	if l.n > 0 {
+		w.mark(list, l)
+	} else {
+		w.unmark(list, l)
+	}
+	w.stats.Entries.Add(uint64(total))
+	w.count(&c)
+	return refused, err
+}
+
+// addEach adds immediate entries one at a time, each written out with its
+// head (a write with immediate). The caller holds l.mu.
+func (w *Writer) addEach(list uint32, l *listState, entries []byte, now int64, b *memop.Batch, sink memop.Sink, c *emitted) (refused int, err error) {
+	es := w.spec.EntrySize
+	base := int(list) * w.spec.Batch * es
 	for len(entries) > 0 {
 		if l.n == 0 {
 			l.first = now
 		}
-		k := min(w.spec.Batch-l.n, len(entries)/es)
-		if imm {
-			k = 1 // Add writes the batch out after every immediate entry
-		}
-		copy(w.pending[base+l.n*es:], entries[:k*es])
-		entries = entries[k*es:]
-		l.n += k
-		l.imm = l.imm || imm
-		if l.n < w.spec.Batch && !l.imm {
-			break // entries is used up
-		}
+		copy(w.pending[base+l.n*es:], entries[:es])
+		entries = entries[es:]
+		l.n++
+		l.imm = true
 		b.Reset()
-		if e := w.emitApply(list, l, b, sink, &c); e != nil {
+		if e := w.emitApply(list, l, b, sink, c); e != nil {
 			refused++
 			if err == nil {
 				err = e
@@ -174,12 +192,76 @@ func (w *Writer) AddEntries(list uint32, entries []byte, imm bool, now int64, b 
 		}
 		b.Reset()
 	}
-	if l.n > 0 {
-		w.mark(list, l)
-	}
-	w.stats.Entries.Add(uint64(total))
-	w.count(&c)
 	return refused, err
+}
+
+// addGrouped adds entries that are not immediate: it tops up the list's
+// partial batch, places whole batches (the topped-up one from the pending
+// buffer, the rest straight from entries) up to Window entries beyond the
+// published head, publishes the head once per group, and keeps the rest as
+// the new partial batch. The caller holds l.mu.
+func (w *Writer) addGrouped(list uint32, l *listState, entries []byte, now int64, b *memop.Batch, sink memop.Sink, c *emitted) (refused int, err error) {
+	es, bs := w.spec.EntrySize, w.spec.Batch
+	base := int(list) * bs * es
+	b.Reset()
+	g := grouping{start: l.head}
+	if l.n > 0 {
+		k := min(bs-l.n, len(entries)/es)
+		copy(w.pending[base+l.n*es:], entries[:k*es])
+		entries = entries[k*es:]
+		l.n += k
+		if l.n < bs {
+			return 0, nil
+		}
+		w.place(list, l, w.pending[base:base+bs*es:base+bs*es], b, c)
+		l.n = 0
+		g.placed++
+	}
+	for len(entries) >= bs*es {
+		if g.placed == w.group {
+			w.publish(list, l, &g, b, sink, c)
+		}
+		k := min(len(entries)/(bs*es), w.group-g.placed)
+		w.place(list, l, entries[:k*bs*es:k*bs*es], b, c)
+		entries = entries[k*bs*es:]
+		g.placed += k
+	}
+	w.publish(list, l, &g, b, sink, c)
+	if len(entries) > 0 {
+		l.first = now
+		copy(w.pending[base:], entries)
+		l.n = len(entries) / es
+	}
+	return g.refused, g.err
+}
+
+// grouping follows the whole batches addGrouped placed beyond the published
+// head, and what the sink refused.
+type grouping struct {
+	start   uint64 // the head published before the group
+	placed  int    // whole batches placed, not yet published
+	refused int    // batches the sink refused
+	err     error  // the first refusal
+}
+
+// publish writes list's head after the batches g placed and applies the
+// group to sink. A refused group is rolled back: the head returns to where
+// it was published, so the next batch rewrites the same ring slots and the
+// refused ones are never published. The caller holds l.mu.
+func (w *Writer) publish(list uint32, l *listState, g *grouping, b *memop.Batch, sink memop.Sink, c *emitted) {
+	if g.placed == 0 {
+		return
+	}
+	w.head(list, l, b, c)
+	if err := sink.Apply(b.Ops); err != nil {
+		l.head = g.start
+		g.refused += g.placed
+		if g.err == nil {
+			g.err = err
+		}
+	}
+	b.Reset()
+	g.start, g.placed = l.head, 0
 }
 
 // mark sets list's dirty bit, which Flush follows, if it is not set. The
@@ -191,14 +273,24 @@ func (w *Writer) mark(list uint32, l *listState) {
 	}
 }
 
-// emitted counts what emit calls wrote, to be added to the stats at once.
-type emitted struct{ batches, partial, splits, entries uint64 }
+// unmark clears list's dirty bit if it is set. The caller holds l.mu and
+// leaves no entry pending.
+func (w *Writer) unmark(list uint32, l *listState) {
+	if l.marked {
+		w.dirty[list/64].And(^(uint64(1) << (list % 64)))
+		l.marked = false
+	}
+}
+
+// emitted counts what emit and place calls wrote, to be added to the stats
+// at once.
+type emitted struct{ batches, partial, splits, entries, heads uint64 }
 
 func (w *Writer) count(c *emitted) {
 	if c.batches == 0 {
 		return
 	}
-	w.stats.HeaderWrites.Add(c.batches)
+	w.stats.HeaderWrites.Add(c.heads)
 	w.stats.Batches.Add(c.batches)
 	w.stats.Written.Add(c.entries)
 	if c.partial != 0 {
@@ -228,10 +320,25 @@ func (w *Writer) emitApply(list uint32, l *listState, b *memop.Batch, sink memop
 // the ops before releasing it: the writes point into the list's pending
 // entries, which only a holder of l.mu changes.
 func (w *Writer) emit(list uint32, l *listState, b *memop.Batch, c *emitted) {
+	es := w.spec.EntrySize
+	k := l.n
+	base := int(list) * w.spec.Batch * es
+	w.place(list, l, w.pending[base:base+k*es:base+k*es], b, c)
+	if k < w.spec.Batch {
+		c.partial++
+	}
+	w.head(list, l, b, c)
+	l.n = 0
+	w.unmark(list, l)
+}
+
+// place encodes the write of data (whole entries) at list's head: one write,
+// two when it wraps the ring's end; the head advances past them, unpublished
+// until head. Entries placed count as batches of Batch (a last shorter one
+// as one batch).
+func (w *Writer) place(list uint32, l *listState, data []byte, b *memop.Batch, c *emitted) {
 	es := uint64(w.spec.EntrySize)
-	k := uint64(l.n)
-	base := uint64(list) * uint64(w.spec.Batch) * es
-	data := w.pending[base : base+k*es : base+k*es]
+	k := uint64(len(data)) / es
 	pos := l.head % w.spec.Capacity
 	if first := w.spec.Capacity - pos; first < k {
 		w.write(b, w.spec.EntryOffset(list, l.head), data[:first*es], false, 0)
@@ -241,19 +348,19 @@ func (w *Writer) emit(list uint32, l *listState, b *memop.Batch, c *emitted) {
 		w.write(b, w.spec.EntryOffset(list, l.head), data, false, 0)
 	}
 	l.head += k
+	bs := uint64(w.spec.Batch)
+	c.batches += (k + bs - 1) / bs
+	c.entries += k
+}
+
+// head encodes the write of list's head word (with immediate when the batch
+// holds an immediate entry), publishing what place wrote.
+func (w *Writer) head(list uint32, l *listState, b *memop.Batch, c *emitted) {
 	hdr := b.Alloc(8)
 	binary.LittleEndian.PutUint64(hdr, l.head)
 	w.write(b, w.spec.HeadOffset(list), hdr, l.imm, list)
-	c.batches++
-	c.entries += k
-	if int(k) < w.spec.Batch {
-		c.partial++
-	}
-	l.n, l.imm = 0, false
-	if l.marked {
-		w.dirty[list/64].And(^(uint64(1) << (list % 64)))
-		l.marked = false
-	}
+	l.imm = false
+	c.heads++
 }
 
 // Holding reports whether any list has entries waiting in a partial batch
