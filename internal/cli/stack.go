@@ -58,6 +58,18 @@ func newTranslatorStack(f *config.File, descs []store.Descriptor, sink memop.Sin
 // xdpFlagUsage is the help of dta up's and dta translator's --xdp.
 const xdpFlagUsage = "receive reports (and INT reports) through AF_XDP on `interface` instead of UDP sockets (sets translator.transport: xdp and translator.xdp.interface; root or CAP_BPF+CAP_NET_ADMIN; docs/OPERATIONS.md)"
 
+// xdpVia returns what the banner adds after the reports' address when
+// reports arrive through AF_XDP (" via AF_XDP on IF (native mode)"): the
+// address is then the one the XDP program steers to its sockets. It is ""
+// when the ingest uses UDP sockets (the default, or the fallback).
+func xdpVia(in *ingest.Ingest, ifname string) string {
+	x := in.XDPListener()
+	if x == nil {
+		return ""
+	}
+	return fmt.Sprintf(" via AF_XDP on %s (%s mode)", ifname, x.Mode())
+}
+
 // useXDP selects the AF_XDP ingest on interface ifname ("" selects UDP).
 func useXDP(f *config.File, ifname string) {
 	f.Translator.Transport, f.Translator.XDP.Interface = config.TransportXDP, ifname

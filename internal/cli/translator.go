@@ -210,8 +210,8 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 		return nil
 	})
 	g.run("reload", func(ctx context.Context) error { return rl.run(ctx, hup) })
-	fmt.Fprintf(out, "dta translator: reports on udp %s, RoCEv2 to %s (%d stores), metrics on %s://%s%s\n",
-		st.in.LocalAddr(), f.Translator.Collector, len(up.Descriptors()), scheme(guard), ln.Addr(), exp.line())
+	fmt.Fprintf(out, "dta translator: reports on udp %s%s, RoCEv2 to %s (%d stores), metrics on %s://%s%s\n",
+		st.in.LocalAddr(), xdpVia(st.in, f.Translator.XDP.Interface), f.Translator.Collector, len(up.Descriptors()), scheme(guard), ln.Addr(), exp.line())
 	if a := st.in.INTAddr(); a.IsValid() {
 		fmt.Fprintf(out, "dta translator: INT telemetry reports on udp %s\n", a)
 	}

@@ -266,8 +266,8 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	if a := st.in.INTAddr(); a.IsValid() {
 		intLine = fmt.Sprintf(", INT telemetry reports on udp %s", a)
 	}
-	fmt.Fprintf(out, "dta up: reports on udp %s, queries on %s://%s (metrics /metrics, health /healthz), sink %s%s%s\n",
-		st.in.LocalAddr(), scheme(col.Guard()), col.HTTPAddr(), f.Translator.Sink, intLine, exp.line())
+	fmt.Fprintf(out, "dta up: reports on udp %s%s, queries on %s://%s (metrics /metrics, health /healthz), sink %s%s%s\n",
+		st.in.LocalAddr(), xdpVia(st.in, f.Translator.XDP.Interface), scheme(col.Guard()), col.HTTPAddr(), f.Translator.Sink, intLine, exp.line())
 	fmt.Fprintf(out, "try:    dta report keywrite --key 1 --value 42 && dta query keywrite --key 1\n")
 	g.run("translator", st.in.Run)
 	if o.demo {

@@ -86,7 +86,8 @@ func dialInNS(t *testing.T, ns, addr string) net.Conn {
 func TestUpWithTransportXDPAnswersReportsFromAnotherNamespace(t *testing.T) {
 	ns, host, hostIP, _ := xdpVeth(t)
 	bin := buildDTA(t)
-	m, p := startProcess(t, bin, upReady, "up", "--config", smallConfig(t), "--xdp", host, "--listen", hostIP+":40040", "--http", "127.0.0.1:0")
+	upXDPReady := regexp.MustCompile(`reports on udp (\S+) via AF_XDP on ` + host + ` \((?:native|generic)\S* mode\), queries on (http://\S+) `)
+	m, p := startProcess(t, bin, upXDPReady, "up", "--config", smallConfig(t), "--xdp", host, "--listen", hostIP+":40040", "--http", "127.0.0.1:0")
 	base := m[2]
 	if out, _ := exec.Command("ip", "link", "show", "dev", host).Output(); !strings.Contains(string(out), "prog/xdp") {
 		t.Fatalf("dta up attached no XDP program to %s:\n%s\n%s", host, out, p.stderr)
@@ -157,7 +158,7 @@ func TestTranslatorOverTwoCollectorsReceivesThroughXDP(t *testing.T) {
 		m, _ := startProcess(t, bin, collectorReady, "collector", "--config", cfg, "--rdma", "127.0.0.1:0", "--http", "127.0.0.1:0")
 		rdma, bases = append(rdma, m[1]), append(bases, m[2])
 	}
-	m, p := startProcess(t, bin, regexp.MustCompile(`reports on udp (\S+), RoCEv2 to .* metrics on (http://\S+)`), "translator", "--config", cfg,
+	m, p := startProcess(t, bin, regexp.MustCompile(`reports on udp (\S+) via AF_XDP on `+host+` \((?:native|generic)\S* mode\), RoCEv2 to .* metrics on (http://\S+)`), "translator", "--config", cfg,
 		"--collector", strings.Join(rdma, ","), "--xdp", host, "--listen", hostIP+":40040", "--http", "127.0.0.1:0")
 	trHTTP := m[2]
 	conn := dialInNS(t, ns, hostIP+":40040")
