@@ -356,7 +356,15 @@ func (v *benchVeth) startSender(w *Workload, steer [][]uint32, rate float64) (*x
 			sent += uint64(k)
 			s.sent.Store(sent)
 			if k == 0 && q == len(snds)-1 {
-				runtime.Gosched()
+				// No frame free: the kernel has not completed the
+				// last ones (their skbs are freed in the receive
+				// softirq, which a loaded machine defers to
+				// ksoftirqd). Yield the CPU to it, in a raw system
+				// call: runtime.Gosched on a locked thread hands
+				// its P to another thread and back, and the Go
+				// scheduler's churn is charged to the receiving
+				// side's CPU.
+				unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			}
 		}
 	}()

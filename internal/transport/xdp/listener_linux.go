@@ -313,7 +313,12 @@ type reader struct {
 	addrs  []uint64 // frame base addresses of the batch's valid descriptors
 	pfd    [1]unix.PollFd
 	wait   int           // poll timeout, ms
-	pause  unix.Timespec // Config.Coalesce
+	pause  unix.Timespec // the current pause after a short batch (adapt)
+	// adapt's state: the pause's bounds (ns), the frames taken since the
+	// last pause and the count beyond which a wake-up is too full.
+	pauseMin, pauseMax int64
+	got, target        uint32
+	empty              int // empty reads in a row, each followed by a pause
 
 	touched byte // sink of pass 0's loads, so that they are not optimised away
 
@@ -332,6 +337,14 @@ func newReader(id int, s *socket, routes []Route, l *Listener) *reader {
 		used:   make([]bool, len(routes)),
 		wait:   int(l.cfg.PollTimeout.Milliseconds()),
 		pause:  unix.NsecToTimespec(l.cfg.Coalesce.Nanoseconds()),
+		// A wake-up that finds more than a quarter of the RX ring
+		// shortens the pause: room for the rate to quadruple.
+		target:   uint32(l.cfg.RXRing / 4),
+		pauseMin: l.cfg.Coalesce.Nanoseconds(),
+		pauseMax: max(l.cfg.CoalesceMax.Nanoseconds(), l.cfg.Coalesce.Nanoseconds()),
+	}
+	if r.pauseMin == 0 {
+		r.pauseMax = 0 // Coalesce 0: never pause
 	}
 	for _, rt := range routes {
 		r.ports = append(r.ports, rt.Port)
@@ -366,6 +379,11 @@ func (r *reader) run() error {
 	r.tid.Store(int64(unix.Gettid()))
 	for !r.closing() {
 		if n := r.receive(); n > 0 {
+			r.empty = 0
+			r.got += n
+			if n < r.batch {
+				r.adapt()
+			}
 			if n < r.batch && r.pause.Nsec > 0 {
 				// Let frames gather. A raw system call, as the
 				// refill's wake-up: both are short and never block
@@ -376,6 +394,21 @@ func (r *reader) run() error {
 			}
 			continue
 		}
+		r.got = 0
+		r.pause = unix.NsecToTimespec(r.pauseMin)
+		if r.pause.Nsec > 0 && r.empty < emptyPauses {
+			// A gap in the traffic, most likely: pause and look
+			// again before blocking in poll(2). Through the
+			// scheduler's system call, each poll lets sysmon take
+			// the P and keeps it waking every 20µs; on a loaded
+			// machine, where the sender is often off its CPU, the
+			// reader found its ring empty thousands of times a
+			// second.
+			r.empty++
+			nanosleep(&r.pause)
+			continue
+		}
+		r.empty = 0
 		r.stats.EmptyPolls.Add(1)
 		if _, err := unix.Poll(r.pfd[:], r.wait); err != nil && err != unix.EINTR {
 			if r.closing() {
@@ -385,6 +418,32 @@ func (r *reader) run() error {
 		}
 	}
 	return nil
+}
+
+// emptyPauses is how many times in a row a reader finding its RX ring empty
+// pauses (Config.Coalesce) and looks again before it blocks in poll(2).
+const emptyPauses = 4
+
+// adapt sets the pause that follows a short batch from the frames taken
+// since the last one (Config.CoalesceMax): doubled while each wake-up finds
+// at least a batch but under a quarter of the RX ring, halved above that,
+// back to Config.Coalesce under light load.
+func (r *reader) adapt() {
+	got := r.got
+	r.got = 0
+	if r.pauseMax == r.pauseMin {
+		return
+	}
+	p := r.pause.Nano()
+	switch {
+	case got < r.batch:
+		p = r.pauseMin
+	case got > r.target:
+		p = max(p/2, r.pauseMin)
+	case got <= r.target/2:
+		p = min(max(2*p, 1000), r.pauseMax)
+	}
+	r.pause = unix.NsecToTimespec(p)
 }
 
 // receive handles up to one batch of RX descriptors and returns the frames
