@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -48,7 +49,7 @@ type XDPResult struct {
 
 	Sent    uint64 `json:"sent_packets"`
 	Stored  uint64 `json:"accepted_reports"`
-	Dropped uint64 `json:"kernel_drop_packets"` // xdp: RX ring full, fill ring empty, rx_dropped; udp: socket drops
+	Dropped uint64 `json:"kernel_drop_packets"` // xdp: RX ring full + rx_dropped (which counts the fill ring empty drops); udp: socket drops
 
 	// ReaderCPUSeconds is the process's CPU minus the sender thread's: the
 	// reader thread (AF_XDP ring or recvmmsg, translator, stores), the
@@ -149,6 +150,14 @@ func RunXDPQueues(ctx context.Context, cfg Config, queues int) (*XDPReport, erro
 	if _, err := exec.LookPath("ip"); err != nil {
 		return nil, errors.New("bench: --transport xdp needs the ip command (iproute2)")
 	}
+	// The sender thread stands for the switches sending the reports: give
+	// it a P of its own, so that the receiving side keeps GOMAXPROCS Ps as
+	// it would alone and the Go scheduler does not hand Ps back and forth
+	// between the sender and the readers (CPU charged to the receiving
+	// side).
+	procs := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(procs + 1)
+	defer runtime.GOMAXPROCS(procs)
 	v, err := newBenchVeth(queues)
 	if err != nil {
 		return nil, err
@@ -171,7 +180,9 @@ func RunXDPQueues(ctx context.Context, cfg Config, queues int) (*XDPReport, erro
 	if err != nil {
 		return nil, err
 	}
-	rep := &XDPReport{Machine: ThisMachine(), Config: Summary{
+	m := ThisMachine()
+	m.GOMAXPROCS = procs // the receiving side's
+	rep := &XDPReport{Machine: m, Config: Summary{
 		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), Senders: 1, Readers: queues,
 		Keys: cfg.Keys, Memory: cfg.Memory, Hash: cfg.Hash.String(),
 		HugePages: cfg.Region.HugePages.String(), Prefault: cfg.Region.Prefault, RecvBuffer: cfg.RecvBuffer,
@@ -343,7 +354,12 @@ func (v *benchVeth) startSender(w *Workload, steer [][]uint32, rate float64) (*x
 			if rate > 0 {
 				due := uint64(time.Since(start).Seconds()*rate) + 1
 				if due <= sent {
-					time.Sleep(max(time.Duration(float64(sent+1-due)/rate*1e9), 50*time.Microsecond))
+					// A raw nanosleep, not time.Sleep: parking a
+					// goroutine locked to its thread and waking it
+					// hands a P between threads twice, CPU the
+					// process would charge to the receiving side.
+					ts := unix.NsecToTimespec(max(int64(float64(sent+1-due)/rate*1e9), 50_000))
+					unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 					continue
 				}
 				n = int(min(due-sent, 64))
@@ -472,7 +488,11 @@ func (v *benchVeth) run(ctx context.Context, cfg Config, transport string, w *Wo
 	}
 	if x != nil {
 		k := x.KernelStats()
-		res.Dropped = k.RxRingFull + k.RxFillRingEmpty + k.RxDropped
+		// A frame dropped for want of a fill-ring entry is counted
+		// twice by the kernel, in rx_dropped and in
+		// rx_fill_ring_empty_descs (__xsk_rcv, xp_alloc): count
+		// rx_dropped (which also has the other drops) and rx_ring_full.
+		res.Dropped = k.RxRingFull + k.RxDropped
 		st := x.Stats()
 		res.PacketsPerRead = float64(st.Packets.Load()) / float64(max(st.Batches.Load(), 1))
 		res.Waits = st.EmptyPolls.Load()
@@ -559,7 +579,7 @@ func softirqTime() time.Duration {
 // WriteTable writes one line per transport and the XDP/UDP ratios.
 func (r *XDPReport) WriteTable(w io.Writer) error {
 	m := r.Machine
-	fmt.Fprintf(w, "# %d CPUs (%s), GOMAXPROCS %d, Linux %s, %s; veth pair, %d queue(s), 1 AF_XDP TX sender thread, %d reader(s), %g s windows, %d keys, %s Key-Write store (%s, hash %s)\n",
+	fmt.Fprintf(w, "# %d CPUs (%s), GOMAXPROCS %d (+1 for the sender thread), Linux %s, %s; veth pair, %d queue(s), 1 AF_XDP TX sender thread, %d reader(s), %g s windows, %d keys, %s Key-Write store (%s, hash %s)\n",
 		m.CPUs, m.CPUModel, m.GOMAXPROCS, m.Kernel, m.GoVersion, r.Config.Readers, r.Config.Readers, r.Config.DurationS, r.Config.Keys, mib(r.Config.Memory), r.Config.HugePages, r.Config.Hash)
 	fmt.Fprintln(w, "# receiving CPU = process CPU minus the sender thread (reader, translator, runtime) + softirq time of all CPUs (the veth receive path)")
 	fmt.Fprintln(w, "# reader CPU = process CPU minus the sender thread; xdp reader threads = the AF_XDP readers' own threads only (schedstat)")

@@ -9,8 +9,10 @@ import (
 	"net/netip"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf/link"
@@ -318,7 +320,9 @@ type reader struct {
 	// last pause and the count beyond which a wake-up is too full.
 	pauseMin, pauseMax int64
 	got, target        uint32
-	empty              int // empty reads in a row, each followed by a pause
+	empty              int   // empty reads in a row, each followed by a pause
+	slept              int64 // ns paused since the P was last yielded (sleep)
+	runnable           [1]metrics.Sample
 
 	touched byte // sink of pass 0's loads, so that they are not optimised away
 
@@ -343,6 +347,7 @@ func newReader(id int, s *socket, routes []Route, l *Listener) *reader {
 		pauseMin: l.cfg.Coalesce.Nanoseconds(),
 		pauseMax: max(l.cfg.CoalesceMax.Nanoseconds(), l.cfg.Coalesce.Nanoseconds()),
 	}
+	r.runnable[0].Name = "/sched/goroutines/runnable:goroutines"
 	if r.pauseMin == 0 {
 		r.pauseMax = 0 // Coalesce 0: never pause
 	}
@@ -385,12 +390,9 @@ func (r *reader) run() error {
 				r.adapt()
 			}
 			if n < r.batch && r.pause.Nsec > 0 {
-				// Let frames gather. A raw system call, as the
-				// refill's wake-up: both are short and never block
-				// for long, and the Go scheduler seeing the thread
-				// in a system call makes sysmon take its P away and
-				// give it back, every pause (see nanosleep).
-				nanosleep(&r.pause)
+				// Let frames gather, in a raw system call (see
+				// sleep), as the refill's wake-up.
+				r.sleep()
 			}
 			continue
 		}
@@ -405,7 +407,7 @@ func (r *reader) run() error {
 			// reader found its ring empty thousands of times a
 			// second.
 			r.empty++
-			nanosleep(&r.pause)
+			r.sleep()
 			continue
 		}
 		r.empty = 0
@@ -551,12 +553,28 @@ func (r *reader) refill(n uint32) {
 	}
 }
 
-// nanosleep sleeps for t (at most Config.Coalesce, 1ms) in a raw system
-// call. Through the scheduler's Syscall, each pause made the P look blocked
-// in a system call; sysmon, finding no idle P on a loaded machine, retook it
-// and kept itself waking every 20µs: about a third of a reader's CPU in
-// `dta bench --transport xdp`. A raw call keeps the P; the pause is too short
-// to hold up a stop-the-world for long.
-func nanosleep(t *unix.Timespec) {
-	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(t)), 0, 0)
+// yieldEvery bounds how long a reader keeps its P through raw pauses
+// before it lets the Go scheduler run other goroutines on it.
+const yieldEvery = time.Millisecond
+
+// sleep pauses the reader for r.pause (at most Config.CoalesceMax) in a raw
+// system call. Through the scheduler's Syscall, each pause made the P look
+// blocked in a system call; sysmon, finding no idle P on a busy machine,
+// retook it, and kept itself waking every 20µs: a sixth to a third of the
+// reader side's CPU in `dta bench --transport xdp`. A raw call keeps the P
+// while the thread sleeps, so after yieldEvery of pauses the reader yields
+// it (runtime.Gosched): other goroutines (other readers, the ingest's
+// ticker, replies) wait for a P at most about that long, as they would for
+// a busy reader, not the 10ms after which sysmon preempts a goroutine.
+func (r *reader) sleep() {
+	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&r.pause)), 0, 0)
+	if r.slept += r.pause.Nano(); r.slept >= int64(yieldEvery) {
+		r.slept = 0
+		// Yielding a P from a goroutine locked to its thread costs two
+		// thread hand-offs: only when a goroutine is waiting for one.
+		metrics.Read(r.runnable[:])
+		if s := r.runnable[0].Value; s.Kind() == metrics.KindUint64 && s.Uint64() > 0 {
+			runtime.Gosched()
+		}
+	}
 }
