@@ -150,14 +150,6 @@ func RunXDPQueues(ctx context.Context, cfg Config, queues int) (*XDPReport, erro
 	if _, err := exec.LookPath("ip"); err != nil {
 		return nil, errors.New("bench: --transport xdp needs the ip command (iproute2)")
 	}
-	// The sender thread stands for the switches sending the reports: give
-	// it a P of its own, so that the receiving side keeps GOMAXPROCS Ps as
-	// it would alone and the Go scheduler does not hand Ps back and forth
-	// between the sender and the readers (CPU charged to the receiving
-	// side).
-	procs := runtime.GOMAXPROCS(0)
-	runtime.GOMAXPROCS(procs + 1)
-	defer runtime.GOMAXPROCS(procs)
 	v, err := newBenchVeth(queues)
 	if err != nil {
 		return nil, err
@@ -180,9 +172,7 @@ func RunXDPQueues(ctx context.Context, cfg Config, queues int) (*XDPReport, erro
 	if err != nil {
 		return nil, err
 	}
-	m := ThisMachine()
-	m.GOMAXPROCS = procs // the receiving side's
-	rep := &XDPReport{Machine: m, Config: Summary{
+	rep := &XDPReport{Machine: ThisMachine(), Config: Summary{
 		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), Senders: 1, Readers: queues,
 		Keys: cfg.Keys, Memory: cfg.Memory, Hash: cfg.Hash.String(),
 		HugePages: cfg.Region.HugePages.String(), Prefault: cfg.Region.Prefault, RecvBuffer: cfg.RecvBuffer,
@@ -579,7 +569,7 @@ func softirqTime() time.Duration {
 // WriteTable writes one line per transport and the XDP/UDP ratios.
 func (r *XDPReport) WriteTable(w io.Writer) error {
 	m := r.Machine
-	fmt.Fprintf(w, "# %d CPUs (%s), GOMAXPROCS %d (+1 for the sender thread), Linux %s, %s; veth pair, %d queue(s), 1 AF_XDP TX sender thread, %d reader(s), %g s windows, %d keys, %s Key-Write store (%s, hash %s)\n",
+	fmt.Fprintf(w, "# %d CPUs (%s), GOMAXPROCS %d, Linux %s, %s; veth pair, %d queue(s), 1 AF_XDP TX sender thread, %d reader(s), %g s windows, %d keys, %s Key-Write store (%s, hash %s)\n",
 		m.CPUs, m.CPUModel, m.GOMAXPROCS, m.Kernel, m.GoVersion, r.Config.Readers, r.Config.Readers, r.Config.DurationS, r.Config.Keys, mib(r.Config.Memory), r.Config.HugePages, r.Config.Hash)
 	fmt.Fprintln(w, "# receiving CPU = process CPU minus the sender thread (reader, translator, runtime) + softirq time of all CPUs (the veth receive path)")
 	fmt.Fprintln(w, "# reader CPU = process CPU minus the sender thread; xdp reader threads = the AF_XDP readers' own threads only (schedstat)")
