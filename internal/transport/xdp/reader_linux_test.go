@@ -2,6 +2,7 @@ package xdp
 
 import (
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -222,4 +223,38 @@ func TestCoalesceMaxIsValidated(t *testing.T) {
 			t.Errorf("CoalesceMax %v: %v", m, err)
 		}
 	}
+}
+
+// A reader pausing in raw system calls keeps its P while it sleeps; it
+// must let a waiting goroutine have it within about yieldEvery, not after
+// the 10ms sysmon waits before preempting.
+func TestPausingReaderLetsOtherGoroutinesRun(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	r := &reader{pause: unix.NsecToTimespec(100_000)}
+	r.runnable[0].Name = "/sched/goroutines/runnable:goroutines"
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for !stop.Load() {
+			r.sleep()
+		}
+	}()
+	runtime.Gosched() // let the pausing goroutine take the P
+	var runs int
+	start := time.Now()
+	for time.Since(start) < 200*time.Millisecond {
+		runtime.Gosched() // wait for the P again
+		runs++
+	}
+	stop.Store(true)
+	<-done
+	// Yielding every ms: about 200 turns; preempted by sysmon every 10ms:
+	// about 20.
+	if runs < 60 {
+		t.Errorf("the other goroutine ran %d times in 200ms beside a pausing reader, want about one per ms", runs)
+	}
+	t.Logf("%d turns in 200ms", runs)
 }
