@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -48,7 +49,7 @@ type XDPResult struct {
 
 	Sent    uint64 `json:"sent_packets"`
 	Stored  uint64 `json:"accepted_reports"`
-	Dropped uint64 `json:"kernel_drop_packets"` // xdp: RX ring full, fill ring empty, rx_dropped; udp: socket drops
+	Dropped uint64 `json:"kernel_drop_packets"` // xdp: RX ring full + rx_dropped (which counts the fill ring empty drops); udp: socket drops
 
 	// ReaderCPUSeconds is the process's CPU minus the sender thread's: the
 	// reader thread (AF_XDP ring or recvmmsg, translator, stores), the
@@ -67,12 +68,36 @@ type XDPResult struct {
 	// PerReaderCPUSecond is Accepted over the reader's CPU alone.
 	PerReaderCPUSecond float64 `json:"reports_per_reader_cpu_second"`
 
+	// Queues is the number of receive queues used: AF_XDP sockets and
+	// readers (xdp), SO_REUSEPORT sockets (udp), sender TX sockets.
+	Queues int `json:"queues"`
+	// ReaderThreadCPUSeconds (xdp) is the CPU of the readers' own OS
+	// threads alone (schedstat), without the Go runtime's other threads;
+	// ReaderCPUSeconds minus it is what the rest of the process took.
+	ReaderThreadCPUSeconds float64 `json:"reader_thread_cpu_seconds,omitempty"`
+	// PerReaderThreadCPUSecond (xdp) is Accepted over ReaderThreadCPUSeconds.
+	PerReaderThreadCPUSecond float64 `json:"reports_per_reader_thread_cpu_second,omitempty"`
+	// PerQueue (xdp) splits the window by queue: each reader's packets
+	// and its thread's CPU.
+	PerQueue []XDPQueueResult `json:"per_queue,omitempty"`
+
 	// PacketsPerRead is the mean number of packets per RX ring read
 	// (xdp) or recvmmsg call (udp), whole run.
 	PacketsPerRead float64 `json:"packets_per_read"`
 	// Waits counts the reader's waits for packets (xdp: poll(2) after an
 	// empty ring), whole run.
 	Waits uint64 `json:"waits,omitempty"`
+}
+
+// XDPQueueResult is one queue's part of an xdp run's window.
+type XDPQueueResult struct {
+	Queue   int     `json:"queue"`
+	Packets uint64  `json:"packets"` // handed to the translator by this queue's reader
+	PerS    float64 `json:"packets_per_s"`
+	// ThreadCPUSeconds is the reader thread's CPU (schedstat).
+	ThreadCPUSeconds float64 `json:"thread_cpu_seconds"`
+	// PerThreadCPUSecond is Packets over ThreadCPUSeconds.
+	PerThreadCPUSecond float64 `json:"packets_per_thread_cpu_second"`
 }
 
 // XDPReport is a whole `dta bench --transport xdp`.
@@ -99,6 +124,22 @@ const benchPort = 40040
 // Warmup, Rate (packets per second; 0 = as fast as the sender goes), Keys,
 // Pool, Memory, Hash, Region, RecvBuffer and Progress.
 func RunXDP(ctx context.Context, cfg Config) (*XDPReport, error) {
+	return RunXDPQueues(ctx, cfg, 1)
+}
+
+// MaxXDPQueues bounds RunXDPQueues's queues.
+const MaxXDPQueues = 16
+
+// RunXDPQueues is RunXDP over queues receive queues: the veth pair gets
+// that many queues each way, the sender one AF_XDP TX socket per queue of
+// the peer (a veth delivers a frame on the RX queue numbered as the TX queue
+// it was sent on), steering each flow to one queue by a hash of its key as
+// RSS would; the AF_XDP ingest reads every queue with its own socket and
+// reader, the UDP ingest with as many SO_REUSEPORT sockets.
+func RunXDPQueues(ctx context.Context, cfg Config, queues int) (*XDPReport, error) {
+	if queues < 1 || queues > MaxXDPQueues {
+		return nil, fmt.Errorf("bench: %d queues, want 1 to %d", queues, MaxXDPQueues)
+	}
 	cfg.Primitives, cfg.Modes = []dta.Primitive{dta.KeyWrite}, []Mode{{PerDatagram: 1, Recvmmsg: true}}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -109,7 +150,7 @@ func RunXDP(ctx context.Context, cfg Config) (*XDPReport, error) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		return nil, errors.New("bench: --transport xdp needs the ip command (iproute2)")
 	}
-	v, err := newBenchVeth()
+	v, err := newBenchVeth(queues)
 	if err != nil {
 		return nil, err
 	}
@@ -127,13 +168,17 @@ func RunXDP(ctx context.Context, cfg Config) (*XDPReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	steer, err := steerByKey(w, queues)
+	if err != nil {
+		return nil, err
+	}
 	rep := &XDPReport{Machine: ThisMachine(), Config: Summary{
-		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), Senders: 1, Readers: 1,
+		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), Senders: 1, Readers: queues,
 		Keys: cfg.Keys, Memory: cfg.Memory, Hash: cfg.Hash.String(),
 		HugePages: cfg.Region.HugePages.String(), Prefault: cfg.Region.Prefault, RecvBuffer: cfg.RecvBuffer,
 	}}
 	for i, tr := range []string{TransportXDP, TransportUDP} {
-		r, err := v.run(ctx, cfg, tr, w, cat, i+1)
+		r, err := v.run(ctx, cfg, tr, w, steer, cat, i+1)
 		if r != nil {
 			rep.Results = append(rep.Results, *r)
 		}
@@ -150,23 +195,59 @@ func RunXDP(ctx context.Context, cfg Config) (*XDPReport, error) {
 	return rep, nil
 }
 
+// steerByKey splits the workload's datagrams over queues by a hash of
+// their report's key, as a NIC's RSS keeps a flow on one queue: the
+// datagram indices of each queue, in pool order.
+func steerByKey(w *Workload, queues int) ([][]uint32, error) {
+	steer := make([][]uint32, queues)
+	if queues == 1 {
+		steer[0] = make([]uint32, w.Datagrams())
+		for i := range steer[0] {
+			steer[0][i] = uint32(i)
+		}
+		return steer, nil
+	}
+	var dg dta.Datagram
+	var r dta.Report
+	for i := range w.Datagrams() {
+		if err := (dta.Decoder{}).Decode(w.Datagram(i), &dg); err != nil {
+			return nil, fmt.Errorf("bench: workload datagram %d: %w", i, err)
+		}
+		if err := dg.Next(&r); err != nil {
+			return nil, fmt.Errorf("bench: workload datagram %d: %w", i, err)
+		}
+		q := int(uint64(r.Key32()*0x9E3779B1) * uint64(queues) >> 32)
+		steer[q] = append(steer[q], uint32(i))
+	}
+	for q, s := range steer {
+		if len(s) == 0 {
+			return nil, fmt.Errorf("bench: no flow hashed to queue %d of %d (too few keys)", q, queues)
+		}
+	}
+	return steer, nil
+}
+
 // benchVeth is the namespace and veth pair of a RunXDP.
 type benchVeth struct {
+	queues             int
 	ns, host, peer     string
 	hostAddr, peerAddr netip.Addr
 	hostMAC, peerMAC   [6]byte
 }
 
-func newBenchVeth() (*benchVeth, error) {
+func newBenchVeth(queues int) (*benchVeth, error) {
 	id := os.Getpid() % 100000
 	k := os.Getpid() % 200 // 198.19.0-199: the tests use 198.18 and 198.19.200-249
+	nq := strconv.Itoa(queues)
 	v := &benchVeth{
-		ns: fmt.Sprintf("dtabench%d", id), host: fmt.Sprintf("dbxa%d", id), peer: fmt.Sprintf("dbxb%d", id),
+		queues: queues,
+		ns:     fmt.Sprintf("dtabench%d", id), host: fmt.Sprintf("dbxa%d", id), peer: fmt.Sprintf("dbxb%d", id),
 		hostAddr: netip.AddrFrom4([4]byte{198, 19, byte(k), 1}), peerAddr: netip.AddrFrom4([4]byte{198, 19, byte(k), 2}),
 	}
 	steps := [][]string{
 		{"netns", "add", v.ns},
-		{"link", "add", v.host, "type", "veth", "peer", "name", v.peer, "netns", v.ns},
+		{"link", "add", v.host, "numtxqueues", nq, "numrxqueues", nq, "type", "veth",
+			"peer", "name", v.peer, "numtxqueues", nq, "numrxqueues", nq, "netns", v.ns},
 		{"addr", "add", v.hostAddr.String() + "/24", "dev", v.host},
 		{"link", "set", v.host, "up"},
 		{"-n", v.ns, "addr", "add", v.peerAddr.String() + "/24", "dev", v.peer},
@@ -202,9 +283,10 @@ type xdpSender struct {
 	done chan struct{}
 }
 
-// startSender starts the sender and returns once its socket is open;
-// rate, if not 0, paces it to that many packets per second.
-func (v *benchVeth) startSender(w *Workload, rate float64) (*xdpSender, error) {
+// startSender starts the sender and returns once its sockets are open, one
+// per queue, queue q sending the datagrams steer[q] round and round; rate,
+// if not 0, paces it to that many packets per second.
+func (v *benchVeth) startSender(w *Workload, steer [][]uint32, rate float64) (*xdpSender, error) {
 	s := &xdpSender{done: make(chan struct{})}
 	ready := make(chan error, 1)
 	go func() {
@@ -224,47 +306,71 @@ func (v *benchVeth) startSender(w *Workload, rate float64) (*xdpSender, error) {
 		}
 		xc := xdp.DefaultConfig()
 		xc.BindMode = xdp.BindCopy
-		snd, err := xdp.NewSender(v.peer, xc)
-		if err != nil {
-			ready <- err
-			return
+		snds := make([]*xdp.Sender, len(steer))
+		for q := range snds {
+			snd, err := xdp.NewQueueSender(v.peer, q, xc)
+			if err != nil {
+				ready <- err
+				return
+			}
+			defer snd.Close()
+			snds[q] = snd
 		}
-		defer snd.Close()
 		if p, err := net.InterfaceByName(v.peer); err == nil {
 			copy(v.peerMAC[:], p.HardwareAddr)
 		}
 		ready <- nil
-		src := netip.AddrPortFrom(v.peerAddr, 40000)
 		dst := netip.AddrPortFrom(v.hostAddr, benchPort)
-		next := 0
-		fill := func(b []byte) []byte {
-			d := w.Datagram(next)
-			if next++; next == w.Datagrams() {
-				next = 0
+		// One fill function per queue, each with its own cursor into
+		// its datagrams and its own source port (as flows hashed to
+		// different queues have different 5-tuples; the UDP ingest's
+		// SO_REUSEPORT sockets hash on them).
+		fills := make([]func([]byte) []byte, len(steer))
+		for q, idx := range steer {
+			src := netip.AddrPortFrom(v.peerAddr, uint16(40000+q))
+			next := 0
+			fills[q] = func(b []byte) []byte {
+				d := w.Datagram(int(idx[next]))
+				if next++; next == len(idx) {
+					next = 0
+				}
+				return xdp.AppendFrame(b, v.peerMAC, v.hostMAC, src, dst, d)
 			}
-			return xdp.AppendFrame(b, v.peerMAC, v.hostMAC, src, dst, d)
 		}
 		var sent uint64
 		start := time.Now()
-		for !s.stop.Load() {
+		for q := 0; !s.stop.Load(); q = (q + 1) % len(snds) {
 			n := 64
 			if rate > 0 {
 				due := uint64(time.Since(start).Seconds()*rate) + 1
 				if due <= sent {
-					time.Sleep(max(time.Duration(float64(sent+1-due)/rate*1e9), 50*time.Microsecond))
+					// A raw nanosleep, not time.Sleep: parking a
+					// goroutine locked to its thread and waking it
+					// hands a P between threads twice, CPU the
+					// process would charge to the receiving side.
+					ts := unix.NsecToTimespec(max(int64(float64(sent+1-due)/rate*1e9), 50_000))
+					unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 					continue
 				}
 				n = int(min(due-sent, 64))
 			}
-			k, err := snd.Send(n, fill)
+			k, err := snds[q].Send(n, fills[q])
 			if err != nil {
 				s.err = err
 				return
 			}
 			sent += uint64(k)
 			s.sent.Store(sent)
-			if k == 0 {
-				runtime.Gosched()
+			if k == 0 && q == len(snds)-1 {
+				// No frame free: the kernel has not completed the
+				// last ones (their skbs are freed in the receive
+				// softirq, which a loaded machine defers to
+				// ksoftirqd). Yield the CPU to it, in a raw system
+				// call: runtime.Gosched on a locked thread hands
+				// its P to another thread and back, and the Go
+				// scheduler's churn is charged to the receiving
+				// side's CPU.
+				unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			}
 		}
 	}()
@@ -286,10 +392,12 @@ type xdpSnap struct {
 	at                    time.Time
 	sent, stored          uint64
 	proc, sender, softirq time.Duration
+	readers               []time.Duration // xdp: each reader thread's CPU
+	packets               []uint64        // xdp: each reader's packets
 }
 
 // run measures one transport.
-func (v *benchVeth) run(ctx context.Context, cfg Config, transport string, w *Workload, cat *store.Catalog, n int) (*XDPResult, error) {
+func (v *benchVeth) run(ctx context.Context, cfg Config, transport string, w *Workload, steer [][]uint32, cat *store.Catalog, n int) (*XDPResult, error) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	tr, err := translator.New(translator.DefaultConfig(), cat.Descriptors(), cat, nil)
@@ -298,10 +406,10 @@ func (v *benchVeth) run(ctx context.Context, cfg Config, transport string, w *Wo
 	}
 	ic := ingest.DefaultConfig()
 	ic.UDP.Addr = netip.AddrPortFrom(v.hostAddr, benchPort).String()
-	ic.UDP.Readers, ic.UDP.RecvBuffer, ic.AckPort = 1, cfg.RecvBuffer, 0
+	ic.UDP.Readers, ic.UDP.RecvBuffer, ic.AckPort = v.queues, cfg.RecvBuffer, 0
 	if transport == TransportXDP {
 		xc := xdp.DefaultConfig()
-		xc.Interface, xc.Queues = v.host, 1
+		xc.Interface, xc.Queues = v.host, v.queues
 		ic.XDP = &xc
 	}
 	in, err := ingest.New(ic, tr, nil)
@@ -312,8 +420,9 @@ func (v *benchVeth) run(ctx context.Context, cfg Config, transport string, w *Wo
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- in.Run(runCtx) }()
-	res := &XDPResult{Transport: transport, Mode: "recvmmsg"}
-	if x := in.XDPListener(); x != nil {
+	res := &XDPResult{Transport: transport, Mode: "recvmmsg", Queues: v.queues}
+	x := in.XDPListener()
+	if x != nil {
 		res.Mode = x.Mode()
 	}
 	stored := func() uint64 {
@@ -323,15 +432,22 @@ func (v *benchVeth) run(ctx context.Context, cfg Config, transport string, w *Wo
 		}
 		return s
 	}
-	s, err := v.startSender(w, cfg.Rate)
+	s, err := v.startSender(w, steer, cfg.Rate)
 	if err != nil {
 		in.Close()
 		<-runErr
 		return nil, err
 	}
 	snap := func() xdpSnap {
-		return xdpSnap{at: time.Now(), sent: s.sent.Load(), stored: stored(), proc: processCPU(),
+		sn := xdpSnap{at: time.Now(), sent: s.sent.Load(), stored: stored(), proc: processCPU(),
 			sender: threadCPU(int(s.tid.Load())), softirq: softirqTime()}
+		if x != nil {
+			for _, tid := range x.ReaderThreads() {
+				sn.readers = append(sn.readers, threadCPU(tid))
+			}
+			sn.packets = x.ReaderPackets()
+		}
+		return sn
 	}
 	label := fmt.Sprintf("[%d/2] keywrite single %-4s", n, transport)
 	interrupted := sleep(ctx, cfg.Warmup)
@@ -360,9 +476,13 @@ func (v *benchVeth) run(ctx context.Context, cfg Config, transport string, w *Wo
 			prev, still = c, time.Now()
 		}
 	}
-	if x := in.XDPListener(); x != nil {
+	if x != nil {
 		k := x.KernelStats()
-		res.Dropped = k.RxRingFull + k.RxFillRingEmpty + k.RxDropped
+		// A frame dropped for want of a fill-ring entry is counted
+		// twice by the kernel, in rx_dropped and in
+		// rx_fill_ring_empty_descs (__xsk_rcv, xp_alloc): count
+		// rx_dropped (which also has the other drops) and rx_ring_full.
+		res.Dropped = k.RxRingFull + k.RxDropped
 		st := x.Stats()
 		res.PacketsPerRead = float64(st.Packets.Load()) / float64(max(st.Batches.Load(), 1))
 		res.Waits = st.EmptyPolls.Load()
@@ -397,6 +517,25 @@ func (v *benchVeth) run(ctx context.Context, cfg Config, transport string, w *Wo
 	if reader > 0 {
 		res.PerReaderCPUSecond = float64(win) / reader.Seconds()
 	}
+	if x != nil && len(s0.readers) == len(s1.readers) && len(s0.packets) == len(s1.packets) && len(s1.packets) == len(s1.readers) {
+		var threads time.Duration
+		for q := range s1.readers {
+			cpu := s1.readers[q] - s0.readers[q]
+			threads += cpu
+			qr := XDPQueueResult{Queue: q, Packets: s1.packets[q] - s0.packets[q], ThreadCPUSeconds: cpu.Seconds()}
+			if res.Seconds > 0 {
+				qr.PerS = float64(qr.Packets) / res.Seconds
+			}
+			if cpu > 0 {
+				qr.PerThreadCPUSecond = float64(qr.Packets) / cpu.Seconds()
+			}
+			res.PerQueue = append(res.PerQueue, qr)
+		}
+		res.ReaderThreadCPUSeconds = threads.Seconds()
+		if threads > 0 {
+			res.PerReaderThreadCPUSecond = float64(win) / threads.Seconds()
+		}
+	}
 	if interrupted {
 		return res, ctx.Err()
 	}
@@ -430,9 +569,10 @@ func softirqTime() time.Duration {
 // WriteTable writes one line per transport and the XDP/UDP ratios.
 func (r *XDPReport) WriteTable(w io.Writer) error {
 	m := r.Machine
-	fmt.Fprintf(w, "# %d CPUs (%s), GOMAXPROCS %d, Linux %s, %s; veth pair, 1 AF_XDP TX sender thread, 1 reader, %g s windows, %d keys, %s Key-Write store (%s, hash %s)\n",
-		m.CPUs, m.CPUModel, m.GOMAXPROCS, m.Kernel, m.GoVersion, r.Config.DurationS, r.Config.Keys, mib(r.Config.Memory), r.Config.HugePages, r.Config.Hash)
+	fmt.Fprintf(w, "# %d CPUs (%s), GOMAXPROCS %d, Linux %s, %s; veth pair, %d queue(s), 1 AF_XDP TX sender thread, %d reader(s), %g s windows, %d keys, %s Key-Write store (%s, hash %s)\n",
+		m.CPUs, m.CPUModel, m.GOMAXPROCS, m.Kernel, m.GoVersion, r.Config.Readers, r.Config.Readers, r.Config.DurationS, r.Config.Keys, mib(r.Config.Memory), r.Config.HugePages, r.Config.Hash)
 	fmt.Fprintln(w, "# receiving CPU = process CPU minus the sender thread (reader, translator, runtime) + softirq time of all CPUs (the veth receive path)")
+	fmt.Fprintln(w, "# reader CPU = process CPU minus the sender thread; xdp reader threads = the AF_XDP readers' own threads only (schedstat)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "transport\tmode\toffered M/s\taccepted M/s\tkernel drops\tpkts/read\treader CPU s\tsoftirq CPU s\tsender CPU s\tM rep/CPU s\tM rep/reader CPU s\t")
 	for _, x := range r.Results {
@@ -442,5 +582,23 @@ func (r *XDPReport) WriteTable(w io.Writer) error {
 	if len(r.Results) == 2 {
 		fmt.Fprintf(tw, "xdp/udp\t\t\t%.2fx\t\t\t\t\t\t%.2fx\t%.2fx\t\n", r.Accepted, r.PerCPUSecond, r.PerReaderCPUSecond)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, x := range r.Results {
+		if len(x.PerQueue) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "# %s reader threads: %.2f CPU s, %.3f M rep / reader thread CPU s; the rest of the process (Go runtime, ticker, bench): %.2f CPU s\n",
+			x.Transport, x.ReaderThreadCPUSeconds, x.PerReaderThreadCPUSecond/1e6, x.ReaderCPUSeconds-x.ReaderThreadCPUSeconds)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "queue\tpackets\tM pkts/s\tthread CPU s\tM pkts/thread CPU s\t")
+		for _, q := range x.PerQueue {
+			fmt.Fprintf(tw, "%d\t%d\t%.3f\t%.2f\t%.3f\t\n", q.Queue, q.Packets, q.PerS/1e6, q.ThreadCPUSeconds, q.PerThreadCPUSecond/1e6)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

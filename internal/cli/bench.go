@@ -36,6 +36,7 @@ type benchOptions struct {
 	cpuProfile string
 	jsonFile   string
 	transport  string
+	queues     int
 	cfg        bench.Config
 }
 
@@ -110,7 +111,11 @@ It prints, per transport, the accepted rate and the reports per CPU second of
 the receiving side: the process's CPU minus the sender thread's, plus the
 machine's softirq time (the veth receive path: NAPI and the XDP program, or
 the kernel's IP/UDP receive), and per reader CPU second alone; then the
-XDP/UDP ratios. --rate paces the sender (packets per second), so that both
+XDP/UDP ratios, and the AF_XDP reader threads' own CPU, per queue.
+--queues N gives the veth pair N queues: the sender hashes flows over N TX
+sockets (a veth delivers on the RX queue of the TX queue's number), AF_XDP
+reads them with N sockets and readers, UDP with N SO_REUSEPORT sockets.
+--rate paces the sender (packets per second), so that both
 paths can be compared below the rate at which either drops. --primitive,
 --mode, --baseline, --ceiling, --sink, --senders, --readers and --int do not
 apply.
@@ -160,6 +165,7 @@ A progress line goes to stderr every second (-q silences it).`,
 	fl.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
 	fl.StringVar(&o.jsonFile, "json", "", "also write the JSON output to `file`")
 	fl.StringVar(&o.transport, "transport", "udp", "udp (loopback, the default) or xdp (AF_XDP ingest against UDP over a veth pair in a network namespace; root)")
+	fl.IntVar(&o.queues, "queues", 1, "with --transport xdp: receive queues on the veth pair: one AF_XDP socket and reader per queue (one UDP SO_REUSEPORT socket per queue on the UDP path), flows hashed over them by the sender")
 	fl.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark (senders included) to `file`")
 	return cmd
 }
@@ -227,6 +233,12 @@ func (o *benchOptions) complete() error {
 	if o.transport != "udp" && o.transport != "xdp" {
 		return usageError("--transport: %q is not udp or xdp", o.transport)
 	}
+	if o.queues < 1 || o.queues > bench.MaxXDPQueues {
+		return usageError("--queues: %d out of range [1, %d]", o.queues, bench.MaxXDPQueues)
+	}
+	if o.queues > 1 && o.transport != "xdp" {
+		return usageError("--queues applies to --transport xdp only (use --readers for the UDP bench)")
+	}
 	if err := c.Validate(); err != nil {
 		return usageError("%v", err)
 	}
@@ -292,7 +304,7 @@ func runXDPBench(cmd *cobra.Command, o *benchOptions) error {
 	var reps []*bench.XDPReport
 	var runErr error
 	for range o.repeat {
-		rep, err := bench.RunXDP(cmd.Context(), o.cfg)
+		rep, err := bench.RunXDPQueues(cmd.Context(), o.cfg, o.queues)
 		if rep != nil {
 			reps = append(reps, rep)
 		}

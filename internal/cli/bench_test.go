@@ -29,6 +29,9 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"--repeat", "0"},
 		{"--memory", "lots"},
 		{"-o", "yaml"},
+		{"--queues", "2"}, // UDP bench: --readers
+		{"--transport", "xdp", "--queues", "0"},
+		{"--transport", "xdp", "--queues", "17"},
 	} {
 		if code, _, errs := runBenchArgs(t, args...); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, errs)

@@ -13,6 +13,8 @@ const (
 	maxBatchSize = 1024
 	minFrameSize = 2048
 	maxFrameSize = 4096
+
+	maxCoalesceMax = 10 * time.Millisecond
 )
 
 // Attach modes of the XDP program (Config.AttachMode).
@@ -73,6 +75,18 @@ type Config struct {
 	// batch instead of one per handful of frames, at the price of up to
 	// Coalesce more latency. 0 to 1ms, default 50µs; 0 reads again at once.
 	Coalesce time.Duration
+	// CoalesceMax is how long that pause may grow under load. A reader
+	// whose wake-ups each find at least BatchSize frames but less than a
+	// quarter of the RX ring doubles its pause, up to CoalesceMax; one that
+	// finds more than a quarter halves it (the ring keeps room for the rate
+	// to quadruple within a pause); one that finds less than BatchSize
+	// (light load) goes back to Coalesce. A wake-up costs the same however
+	// many frames it finds (several µs of CPU in a VM), so under load fewer
+	// and larger ones cut the CPU per frame, at the price of up to
+	// CoalesceMax more latency while the load lasts. Coalesce to 10ms,
+	// default 500µs; 0 means Coalesce (a fixed pause). With Coalesce 0
+	// there is no pause at all.
+	CoalesceMax time.Duration
 }
 
 // DefaultConfig returns the defaults; Interface is left empty.
@@ -86,6 +100,7 @@ func DefaultConfig() Config {
 		BindMode:    BindAuto,
 		PollTimeout: 100 * time.Millisecond,
 		Coalesce:    50 * time.Microsecond,
+		CoalesceMax: 500 * time.Microsecond,
 	}
 }
 
@@ -125,6 +140,9 @@ func (c Config) Validate() error {
 	}
 	if c.Coalesce < 0 || c.Coalesce > time.Millisecond {
 		errs = append(errs, fmt.Errorf("xdp: Config.Coalesce = %v, want 0 to 1ms", c.Coalesce))
+	}
+	if c.CoalesceMax != 0 && (c.CoalesceMax < c.Coalesce || c.CoalesceMax > maxCoalesceMax) {
+		errs = append(errs, fmt.Errorf("xdp: Config.CoalesceMax = %v, want 0 or Coalesce (%v) to %v", c.CoalesceMax, c.Coalesce, maxCoalesceMax))
 	}
 	return errors.Join(errs...)
 }

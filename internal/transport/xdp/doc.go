@@ -13,7 +13,10 @@
 // read by its own goroutine, which drains up to BatchSize descriptors from the
 // RX ring, checks each frame ([ParseFrame]), hands the UDP payload to the
 // [Handler] of its port, and returns the frames to the fill ring in one batch.
-// Nothing is copied or allocated per packet.
+// Nothing is copied or allocated per packet. After a batch shorter than
+// BatchSize a reader pauses (Config.Coalesce; under load the pause grows up
+// to Config.CoalesceMax) so that each wake-up finds many frames: on a busy
+// host a wake-up, not a frame, is the dearest thing a reader does.
 //
 // Handlers are the same as the UDP path's (udp.Handler), so the translator's
 // workers are fed identically. Replies (ACK/NACK datagrams) are not built by

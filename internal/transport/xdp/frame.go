@@ -166,13 +166,28 @@ func ParseFrame(frame []byte, d *Datagram) Reason {
 // ipv4Checksum returns the one's-complement sum of h folded to 16 bits:
 // 0xffff for a header whose checksum is right.
 func ipv4Checksum(h []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(h); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(h[i:]))
+	// 32-bit words summed into 64 bits, folded at the end: the same one's
+	// complement sum as 16-bit words (2^16 ≡ 1 modulo 2^16-1), in half the
+	// loads and adds; an IPv4 header is a whole number of 32-bit words.
+	var sum uint64
+	if len(h) == ipv4HeaderLen { // no options: unrolled
+		_ = h[19]
+		sum = uint64(binary.BigEndian.Uint32(h)) + uint64(binary.BigEndian.Uint32(h[4:])) +
+			uint64(binary.BigEndian.Uint32(h[8:])) + uint64(binary.BigEndian.Uint32(h[12:])) +
+			uint64(binary.BigEndian.Uint32(h[16:]))
+		h = nil
 	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
+	for len(h) >= 4 {
+		sum += uint64(binary.BigEndian.Uint32(h))
+		h = h[4:]
 	}
+	if len(h) >= 2 {
+		sum += uint64(binary.BigEndian.Uint16(h))
+	}
+	sum = sum&0xffffffff + sum>>32
+	sum = sum&0xffff + sum>>16
+	sum = sum&0xffff + sum>>16
+	sum = sum&0xffff + sum>>16
 	return uint16(sum)
 }
 

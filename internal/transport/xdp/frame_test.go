@@ -3,6 +3,7 @@ package xdp
 import (
 	"bytes"
 	"encoding/binary"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 )
@@ -165,5 +166,33 @@ func TestConfigValidateNamesEveryBadField(t *testing.T) {
 				t.Fatalf("Validate = %v, want an error naming %s", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestIPv4ChecksumMatchesTheSumOf16BitWords(t *testing.T) {
+	ref := func(h []byte) uint16 {
+		var sum uint32
+		for i := 0; i+1 < len(h); i += 2 {
+			sum += uint32(h[i])<<8 | uint32(h[i+1])
+		}
+		for sum > 0xffff {
+			sum = sum&0xffff + sum>>16
+		}
+		return uint16(sum)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n <= 60; n += 2 {
+		for range 2000 {
+			h := make([]byte, n)
+			for i := range h {
+				h[i] = byte(rng.Uint32())
+				if rng.IntN(4) == 0 {
+					h[i] = 0xff // many carries
+				}
+			}
+			if got, want := ipv4Checksum(h), ref(h); got != want {
+				t.Fatalf("%x: %#x, want %#x", h, got, want)
+			}
+		}
 	}
 }

@@ -9,8 +9,11 @@ import (
 	"net/netip"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
+	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
@@ -165,6 +168,27 @@ func rxQueues(ifname string) int {
 // "native/copy".
 func (l *Listener) Mode() string { return l.mode }
 
+// ReaderThreads returns the OS thread ids of the readers that have started
+// (each reader is locked to its thread while it runs), in queue order; 0 for
+// one that has not started yet. For per-thread CPU accounting.
+func (l *Listener) ReaderThreads() []int {
+	t := make([]int, len(l.readers))
+	for i, r := range l.readers {
+		t[i] = int(r.tid.Load())
+	}
+	return t
+}
+
+// ReaderPackets returns each reader's part of Stats.Packets, live, in
+// queue order.
+func (l *Listener) ReaderPackets() []uint64 {
+	p := make([]uint64, len(l.readers))
+	for i, r := range l.readers {
+		p[i] = r.packets.Load()
+	}
+	return p
+}
+
 // Stats returns the listener's counters, live.
 func (l *Listener) Stats() *Stats { return &l.stats }
 
@@ -291,9 +315,19 @@ type reader struct {
 	addrs  []uint64 // frame base addresses of the batch's valid descriptors
 	pfd    [1]unix.PollFd
 	wait   int           // poll timeout, ms
-	pause  unix.Timespec // Config.Coalesce
+	pause  unix.Timespec // the current pause after a short batch (adapt)
+	// adapt's state: the pause's bounds (ns), the frames taken since the
+	// last pause and the count beyond which a wake-up is too full.
+	pauseMin, pauseMax int64
+	got, target        uint32
+	empty              int   // empty reads in a row, each followed by a pause
+	slept              int64 // ns paused since the P was last yielded (sleep)
+	runnable           [1]metrics.Sample
 
 	touched byte // sink of pass 0's loads, so that they are not optimised away
+
+	tid     atomic.Int64  // the OS thread running the reader, once it runs
+	packets atomic.Uint64 // this reader's part of Stats.Packets
 }
 
 func newReader(id int, s *socket, routes []Route, l *Listener) *reader {
@@ -307,6 +341,15 @@ func newReader(id int, s *socket, routes []Route, l *Listener) *reader {
 		used:   make([]bool, len(routes)),
 		wait:   int(l.cfg.PollTimeout.Milliseconds()),
 		pause:  unix.NsecToTimespec(l.cfg.Coalesce.Nanoseconds()),
+		// A wake-up that finds more than a quarter of the RX ring
+		// shortens the pause: room for the rate to quadruple.
+		target:   uint32(l.cfg.RXRing / 4),
+		pauseMin: l.cfg.Coalesce.Nanoseconds(),
+		pauseMax: max(l.cfg.CoalesceMax.Nanoseconds(), l.cfg.Coalesce.Nanoseconds()),
+	}
+	r.runnable[0].Name = "/sched/goroutines/runnable:goroutines"
+	if r.pauseMin == 0 {
+		r.pauseMax = 0 // Coalesce 0: never pause
 	}
 	for _, rt := range routes {
 		r.ports = append(r.ports, rt.Port)
@@ -338,13 +381,36 @@ func (r *reader) closing() bool {
 func (r *reader) run() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	r.tid.Store(int64(unix.Gettid()))
 	for !r.closing() {
 		if n := r.receive(); n > 0 {
+			r.empty = 0
+			r.got += n
+			if n < r.batch {
+				r.adapt()
+			}
 			if n < r.batch && r.pause.Nsec > 0 {
-				unix.Nanosleep(&r.pause, nil) // let frames gather
+				// Let frames gather, in a raw system call (see
+				// sleep), as the refill's wake-up.
+				r.sleep()
 			}
 			continue
 		}
+		r.got = 0
+		r.pause = unix.NsecToTimespec(r.pauseMin)
+		if r.pause.Nsec > 0 && r.empty < emptyPauses {
+			// A gap in the traffic, most likely: pause and look
+			// again before blocking in poll(2). Through the
+			// scheduler's system call, each poll lets sysmon take
+			// the P and keeps it waking every 20µs; on a loaded
+			// machine, where the sender is often off its CPU, the
+			// reader found its ring empty thousands of times a
+			// second.
+			r.empty++
+			r.sleep()
+			continue
+		}
+		r.empty = 0
 		r.stats.EmptyPolls.Add(1)
 		if _, err := unix.Poll(r.pfd[:], r.wait); err != nil && err != unix.EINTR {
 			if r.closing() {
@@ -354,6 +420,32 @@ func (r *reader) run() error {
 		}
 	}
 	return nil
+}
+
+// emptyPauses is how many times in a row a reader finding its RX ring empty
+// pauses (Config.Coalesce) and looks again before it blocks in poll(2).
+const emptyPauses = 4
+
+// adapt sets the pause that follows a short batch from the frames taken
+// since the last one (Config.CoalesceMax): doubled while each wake-up finds
+// at least a batch but under a quarter of the RX ring, halved above that,
+// back to Config.Coalesce under light load.
+func (r *reader) adapt() {
+	got := r.got
+	r.got = 0
+	if r.pauseMax == r.pauseMin {
+		return
+	}
+	p := r.pause.Nano()
+	switch {
+	case got < r.batch:
+		p = r.pauseMin
+	case got > r.target:
+		p = max(p/2, r.pauseMin)
+	case got <= r.target/2:
+		p = min(max(2*p, 1000), r.pauseMax)
+	}
+	r.pause = unix.NsecToTimespec(p)
 }
 
 // receive handles up to one batch of RX descriptors and returns the frames
@@ -414,6 +506,7 @@ func (r *reader) receive() uint32 {
 	atomic.StoreUint32(s.rx.consumer, cons+n)
 	r.stats.Batches.Add(1)
 	if packets > 0 {
+		r.packets.Add(packets)
 		r.stats.Packets.Add(packets)
 		r.stats.Bytes.Add(bytes)
 	}
@@ -456,6 +549,32 @@ func (r *reader) refill(n uint32) {
 	}
 	atomic.StoreUint32(fill.producer, prod+n)
 	if atomic.LoadUint32(fill.flags)&unix.XDP_RING_NEED_WAKEUP != 0 {
-		unix.Syscall6(unix.SYS_RECVFROM, uintptr(r.s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(r.s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	}
+}
+
+// yieldEvery bounds how long a reader keeps its P through raw pauses
+// before it lets the Go scheduler run other goroutines on it.
+const yieldEvery = time.Millisecond
+
+// sleep pauses the reader for r.pause (at most Config.CoalesceMax) in a raw
+// system call. Through the scheduler's Syscall, each pause made the P look
+// blocked in a system call; sysmon, finding no idle P on a busy machine,
+// retook it, and kept itself waking every 20µs: a sixth to a third of the
+// reader side's CPU in `dta bench --transport xdp`. A raw call keeps the P
+// while the thread sleeps, so after yieldEvery of pauses the reader yields
+// it (runtime.Gosched): other goroutines (other readers, the ingest's
+// ticker, replies) wait for a P at most about that long, as they would for
+// a busy reader, not the 10ms after which sysmon preempts a goroutine.
+func (r *reader) sleep() {
+	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&r.pause)), 0, 0)
+	if r.slept += r.pause.Nano(); r.slept >= int64(yieldEvery) {
+		r.slept = 0
+		// Yielding a P from a goroutine locked to its thread costs two
+		// thread hand-offs: only when a goroutine is waiting for one.
+		metrics.Read(r.runnable[:])
+		if s := r.runnable[0].Value; s.Kind() == metrics.KindUint64 && s.Uint64() > 0 {
+			runtime.Gosched()
+		}
 	}
 }

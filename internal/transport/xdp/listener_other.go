@@ -29,3 +29,9 @@ func (l *Listener) Close() error { return nil }
 
 // Mode returns "".
 func (l *Listener) Mode() string { return "" }
+
+// ReaderThreads returns nil.
+func (l *Listener) ReaderThreads() []int { return nil }
+
+// ReaderPackets returns nil.
+func (l *Listener) ReaderPackets() []uint64 { return nil }

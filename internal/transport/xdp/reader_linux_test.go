@@ -2,8 +2,11 @@ package xdp
 
 import (
 	"net/netip"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -138,4 +141,120 @@ func BenchmarkReaderBatch(b *testing.B) {
 		f.r.receive()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64), "ns/frame")
+}
+
+// BenchmarkReaderReceive is the reader alone: the frames are written into
+// the UMEM once (so they are in this core's cache, unlike frames the kernel
+// just wrote from another CPU) and every round hands the same 64
+// descriptors back to it.
+func BenchmarkReaderReceive(b *testing.B) {
+	h := &countHandler{}
+	f := newFakeReader(b, h)
+	good := AppendFrame(nil, macA, macB, src4, dst4, []byte("a Key-Write report"))
+	batch := make([][]byte, 256)
+	for i := range batch {
+		batch[i] = good
+	}
+	f.deliver(batch...)
+	s := f.r.s
+	atomic.StoreUint32(s.rx.producer, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		cons := atomic.LoadUint32(s.rx.consumer)
+		atomic.StoreUint32(s.rx.producer, cons+64)
+		atomic.StoreUint32(s.fill.consumer, atomic.LoadUint32(s.fill.producer))
+		f.r.receive()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64), "ns/frame")
+}
+
+func TestThePauseGrowsUnderLoadAndShrinksWhenTheRingFills(t *testing.T) {
+	r := &reader{batch: 64, target: 1024, pauseMin: 50_000, pauseMax: 500_000, pause: unix.NsecToTimespec(50_000)}
+	after := func(got uint32) int64 {
+		r.got = got
+		r.adapt()
+		return r.pause.Nano()
+	}
+	// Wake-ups finding a batch or more, under half the target: doubled,
+	// up to the maximum.
+	for _, want := range []int64{100_000, 200_000, 400_000, 500_000, 500_000} {
+		if p := after(300); p != want {
+			t.Fatalf("pause %d, want %d", p, want)
+		}
+	}
+	if r.got != 0 {
+		t.Errorf("adapt left got = %d", r.got)
+	}
+	// Between half the target and the target: kept.
+	if p := after(800); p != 500_000 {
+		t.Errorf("pause %d after a wake-up of 800 frames, want it kept", p)
+	}
+	// Over the target: halved, not below the minimum.
+	for _, want := range []int64{250_000, 125_000, 62_500, 50_000, 50_000} {
+		if p := after(2000); p != want {
+			t.Fatalf("pause %d, want %d", p, want)
+		}
+	}
+	// Light load: straight back to the minimum.
+	after(300)
+	after(300)
+	if p := after(10); p != 50_000 {
+		t.Errorf("pause %d after a wake-up of 10 frames, want the minimum", p)
+	}
+	// A fixed pause (CoalesceMax = Coalesce) never moves.
+	r = &reader{batch: 64, target: 1024, pauseMin: 50_000, pauseMax: 50_000, pause: unix.NsecToTimespec(50_000)}
+	if p := after(300); p != 50_000 {
+		t.Errorf("fixed pause moved to %d", p)
+	}
+}
+
+func TestCoalesceMaxIsValidated(t *testing.T) {
+	c := DefaultConfig()
+	c.Interface = "x"
+	for _, m := range []time.Duration{time.Microsecond, 11 * time.Millisecond} {
+		c.CoalesceMax = m
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "CoalesceMax") {
+			t.Errorf("CoalesceMax %v: %v", m, err)
+		}
+	}
+	for _, m := range []time.Duration{0, c.Coalesce, 10 * time.Millisecond} {
+		c.CoalesceMax = m
+		if err := c.Validate(); err != nil {
+			t.Errorf("CoalesceMax %v: %v", m, err)
+		}
+	}
+}
+
+// A reader pausing in raw system calls keeps its P while it sleeps; it
+// must let a waiting goroutine have it within about yieldEvery, not after
+// the 10ms sysmon waits before preempting.
+func TestPausingReaderLetsOtherGoroutinesRun(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	r := &reader{pause: unix.NsecToTimespec(100_000)}
+	r.runnable[0].Name = "/sched/goroutines/runnable:goroutines"
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for !stop.Load() {
+			r.sleep()
+		}
+	}()
+	runtime.Gosched() // let the pausing goroutine take the P
+	var runs int
+	start := time.Now()
+	for time.Since(start) < 200*time.Millisecond {
+		runtime.Gosched() // wait for the P again
+		runs++
+	}
+	stop.Store(true)
+	<-done
+	// Yielding every ms: about 200 turns; preempted by sysmon every 10ms:
+	// about 20.
+	if runs < 60 {
+		t.Errorf("the other goroutine ran %d times in 200ms beside a pausing reader, want about one per ms", runs)
+	}
+	t.Logf("%d turns in 200ms", runs)
 }

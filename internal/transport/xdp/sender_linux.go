@@ -21,6 +21,14 @@ type Sender struct {
 // (a power of two, 64 to 65536) bounds the frames in flight; frames of
 // cfg.FrameSize bytes, copy mode unless cfg.BindMode says otherwise.
 func NewSender(ifname string, cfg Config) (*Sender, error) {
+	return NewQueueSender(ifname, 0, cfg)
+}
+
+// NewQueueSender is [NewSender] on TX queue queue of the interface. On a
+// veth the peer receives a frame on the RX queue of the same number (if it
+// has that many), which is how a benchmark steers frames to the queues of a
+// multi-queue listener.
+func NewQueueSender(ifname string, queue int, cfg Config) (*Sender, error) {
 	cfg.Interface = ifname
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -29,9 +37,9 @@ func NewSender(ifname string, cfg Config) (*Sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xdp: sender interface %q: %w", ifname, err)
 	}
-	s, err := openSocket(ifc.Index, 0, cfg, true)
+	s, err := openSocket(ifc.Index, queue, cfg, true)
 	if err != nil {
-		return nil, fmt.Errorf("xdp: sender on %s: %w", ifname, err)
+		return nil, fmt.Errorf("xdp: sender on %s queue %d: %w", ifname, queue, err)
 	}
 	// Let one sendto(2) push more than the default 32 frames in copy mode
 	// (Linux 6.16+; older kernels keep their budget).
@@ -70,7 +78,13 @@ func (snd *Sender) Send(n int, fill func(frame []byte) []byte) (int, error) {
 		d.Addr, d.Len, d.Options = addr, uint32(len(f)), 0
 	}
 	atomic.StoreUint32(tx.producer, txProd+uint32(k))
-	_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	// A raw system call: sendto with MSG_DONTWAIT never blocks (it can run
+	// for tens of µs, transmitting the frames and, on a veth, the peer's
+	// receive softirq). Through Syscall6 the Go scheduler saw the thread in
+	// a system call on every send, and sysmon, finding no idle P, took its P
+	// away and handed it back tens of thousands of times a second: CPU of
+	// the whole process, charged in a benchmark to the receiving side.
+	_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 	switch e {
 	case 0, unix.EAGAIN, unix.EBUSY, unix.ENOBUFS:
 		return k, nil
