@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/dta-go/dta/internal/transport/xdp"
 )
@@ -44,6 +45,13 @@ type XDPIngest struct {
 	// Fallback is "" (an AF_XDP setup failure stops the translator) or
 	// "udp" (log a warning and receive on UDP sockets instead).
 	Fallback string `yaml:"fallback"`
+	// Coalesce is how long a reader pauses after a batch shorter than
+	// batch_size, 0 to 1ms (0: it reads again at once); unset: 50µs.
+	Coalesce *time.Duration `yaml:"coalesce"`
+	// CoalesceMax is how long that pause may grow while wake-ups keep
+	// finding full batches, coalesce to 10ms (0: a fixed pause); unset:
+	// 500µs.
+	CoalesceMax *time.Duration `yaml:"coalesce_max"`
 }
 
 // XDPConfig returns the AF_XDP listener's Config, or nil when
@@ -65,6 +73,12 @@ func (f *File) XDPConfig() *xdp.Config {
 	}
 	if x.BindMode != "" {
 		c.BindMode = x.BindMode
+	}
+	if x.Coalesce != nil {
+		c.Coalesce = *x.Coalesce
+	}
+	if x.CoalesceMax != nil {
+		c.CoalesceMax = *x.CoalesceMax
 	}
 	return &c
 }

@@ -3,7 +3,34 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
+
+func TestXDPPausesAreTakenFromTheFile(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		yaml          string
+		coalesce, max time.Duration
+	}{
+		{"unset pauses keep the library's defaults", "", 50 * time.Microsecond, 500 * time.Microsecond},
+		{"both pauses set", "    coalesce: 20us\n    coalesce_max: 2ms\n", 20 * time.Microsecond, 2 * time.Millisecond},
+		{"zero pauses are kept, not defaulted", "    coalesce: 0s\n    coalesce_max: 0s\n", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Parse([]byte("translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n" + tc.yaml))
+			if err == nil {
+				err = f.Validate()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := f.IngestConfig().XDP
+			if x.Coalesce != tc.coalesce || x.CoalesceMax != tc.max {
+				t.Errorf("coalesce %v, coalesce_max %v; want %v, %v", x.Coalesce, x.CoalesceMax, tc.coalesce, tc.max)
+			}
+		})
+	}
+}
 
 func TestTransportSettings(t *testing.T) {
 	for _, tc := range []struct {
@@ -19,6 +46,8 @@ func TestTransportSettings(t *testing.T) {
 		{"an unknown fallback is refused", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n    fallback: tcp\n", "translator.xdp.fallback", false},
 		{"a ring that is not a power of two is refused", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n    rx_ring: 1000\n", "Config.RXRing", false},
 		{"an unknown bind mode is refused", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n    bind_mode: fast\n", "Config.BindMode", false},
+		{"a pause longer than 1ms is refused", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n    coalesce: 2ms\n", "Config.Coalesce", false},
+		{"a pause that may grow less than it starts is refused", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n    coalesce: 200us\n    coalesce_max: 100us\n", "Config.CoalesceMax", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := Parse([]byte(tc.yaml))
