@@ -100,8 +100,8 @@ func BenchmarkResponderHandle(b *testing.B) {
 	q := &qp{qpn: 0x42, remoteQPN: 0x99, peer: peer, state: qpEstablished, pmtu: 1024,
 		out:     roce.Envelope{Src: local.Addr(), Dst: peer.Addr(), SrcPort: local.Port(), DstPort: peer.Port()},
 		atomics: make([]atomicResult, 16)}
-	resp.qps[q.qpn] = q
-	resp.byPeer[peer] = q
+	resp.insertQP(q)
+	l := resp.loops[0]
 	in := roce.Envelope{Src: peer.Addr(), Dst: local.Addr(), SrcPort: peer.Port(), DstPort: local.Port()}
 	pkts := make([][]byte, 1<<12)
 	for _, kind := range []string{"write8", "fetchadd"} {
@@ -123,19 +123,19 @@ func BenchmarkResponderHandle(b *testing.B) {
 			}
 			build()
 			b.ReportAllocs()
-			resp.mu.Lock()
-			defer resp.mu.Unlock()
+			l.mu.Lock()
+			defer l.mu.Unlock()
 			for b.Loop() {
 				if i == len(pkts) {
 					b.StopTimer()
 					build()
 					b.StartTimer()
 				}
-				resp.handle(pkts[i], peer, local.Addr())
+				l.handle(pkts[i], peer, local.Addr())
 				i++
 				if i%32 == 0 {
-					resp.flushACKs()
-					resp.tx.Discard() // built, not sent
+					l.flushACKs()
+					l.tx.Discard() // built, not sent
 				}
 			}
 		})

@@ -26,7 +26,25 @@ type Conn struct {
 // one) and sets the options above. recvBuffer and sendBuffer are the
 // socket buffer sizes asked for, in bytes (0 keeps the kernel's default).
 func Listen(addr string, recvBuffer, sendBuffer int) (*Conn, error) {
+	return listen(addr, recvBuffer, sendBuffer, false)
+}
+
+// ListenReusePort is Listen with SO_REUSEPORT set before the bind, so that
+// several sockets may be bound to one address: call it once with port 0
+// (or a fixed port), then again with the address the first one got. The
+// kernel spreads datagrams over the sockets of such a group by a hash of
+// their 4-tuple, so that every datagram of one peer socket reaches the
+// same socket. Linux only (only sockets of the same user join a group);
+// elsewhere it returns an error.
+func ListenReusePort(addr string, recvBuffer, sendBuffer int) (*Conn, error) {
+	return listen(addr, recvBuffer, sendBuffer, true)
+}
+
+func listen(addr string, recvBuffer, sendBuffer int, reusePort bool) (*Conn, error) {
 	var lc net.ListenConfig
+	if reusePort {
+		lc.Control = controlReusePort
+	}
 	pc, err := lc.ListenPacket(context.Background(), "udp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("rdma: listen on %s: %w", addr, err)

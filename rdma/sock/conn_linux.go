@@ -36,6 +36,19 @@ type mmsghdr struct {
 	n   uint32
 }
 
+// controlReusePort sets SO_REUSEPORT on a socket before its bind.
+func controlReusePort(_, _ string, c syscall.RawConn) error {
+	var opErr error
+	if err := c.Control(func(fd uintptr) {
+		if err := syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, soReusePort, 1); err != nil {
+			opErr = os.NewSyscallError("setsockopt SO_REUSEPORT", err)
+		}
+	}); err != nil {
+		return err
+	}
+	return opErr
+}
+
 // setOptions: DF on every IPv4 packet (hence IPv4 ID 0 from an
 // unconnected socket), the destination address of received datagrams, and
 // buffer sizes.

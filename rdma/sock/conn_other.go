@@ -2,7 +2,16 @@
 
 package sock
 
-import "net/netip"
+import (
+	"errors"
+	"net/netip"
+	"syscall"
+)
+
+// controlReusePort refuses: sockets sharing a port are used on Linux only.
+func controlReusePort(_, _ string, _ syscall.RawConn) error {
+	return errors.New("SO_REUSEPORT sockets are supported on Linux only")
+}
 
 // setOptions sets the buffer sizes only. Without IP_PMTUDISC_DO the IPv4
 // ID and DF bit of what the kernel sends are unknown, so ICRCs of IPv4
