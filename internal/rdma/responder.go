@@ -558,9 +558,9 @@ func (l *loop) runSlow() {
 	l.flushACKs()
 	l.flush()
 	l.all = false
-	r.unlockLoops()
-	clear(l.slow)
+	clear(l.slow) // the receive buffers are not kept
 	l.slow = l.slow[:0]
+	r.unlockLoops()
 }
 
 // prefetch asks for the cache lines the n datagrams just read will write
