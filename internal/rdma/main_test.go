@@ -61,7 +61,7 @@ func runChildResponder() int {
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		busy := 0
-		for _, n := range r.loopPackets() {
+		for _, n := range r.ReadLoopPackets() {
 			if n > 0 {
 				busy++
 			}

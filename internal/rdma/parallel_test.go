@@ -154,7 +154,7 @@ func TestConcurrentRequestersOnParallelReadLoops(t *testing.T) {
 				t.Errorf("unknown QP %d, bad ICRC %d, remote access NAKs %d: want none",
 					st.UnknownQP.Load(), st.BadICRC.Load(), st.NAKRemoteAccess.Load())
 			}
-			per := resp.loopPackets()
+			per := resp.ReadLoopPackets()
 			var sum uint64
 			busy := 0
 			for _, n := range per {

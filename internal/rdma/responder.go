@@ -283,8 +283,10 @@ func (a allLocker) Unlock() { a.r.unlockAll() }
 // configured ReadLoops, or 1 where SO_REUSEPORT is not available.
 func (r *Responder) ReadLoops() int { return len(r.loops) }
 
-// loopPackets returns the packets each read loop received (tests).
-func (r *Responder) loopPackets() []uint64 {
+// ReadLoopPackets returns the packets each read loop has received so far,
+// in loop order (their sum is Stats().Packets once each loop has
+// published its batch): how the kernel spread the requesters.
+func (r *Responder) ReadLoopPackets() []uint64 {
 	out := make([]uint64, len(r.loops))
 	for i, l := range r.loops {
 		out[i] = l.received.Load()

@@ -80,7 +80,8 @@ type atomicResult struct {
 // advWindow is the most advertisement packets sent and not acknowledged.
 const advWindow = 64
 
-// handleRC processes an RC packet addressed to q. Called with mu held.
+// handleRC processes an RC packet addressed to q. Called with the lock of
+// q's owner loop held (l is that loop, or holds every loop's lock).
 func (l *loop) handleRC(q *qp, p *roce.Packet) {
 	r := l.r
 	op := p.BTH.Opcode

@@ -23,7 +23,7 @@ func readPackets(n uint64, pmtu int) uint32 {
 // the path MTU, one PSN each from the request's. The expected PSN advances
 // by the number of response packets, also when the READ is refused with a
 // remote access error (both sides then skip the same PSNs: the requester
-// reserved them when it posted the READ). Called with mu held.
+// reserved them when it posted the READ). Called as handleRC is.
 func (l *loop) read(q *qp, p *roce.Packet) {
 	r := l.r
 	st := &r.stats
@@ -112,8 +112,8 @@ func (l *loop) readRespond(q *qp, data []byte, psn uint32) {
 // replayRead answers a duplicate READ Request (its PSN behind the expected
 // one) as IBA has a responder do: the READ is executed again from the
 // request, against memory as it is now, and its responses resent with the
-// original PSNs. The expected PSN and the MSN do not change. Called with
-// mu held.
+// original PSNs. The expected PSN and the MSN do not change. Called as
+// handleRC is.
 func (l *loop) replayRead(q *qp, p *roce.Packet) {
 	r := l.r
 	psn := p.BTH.PSN
