@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -460,6 +461,32 @@ func TestCloseStopsEveryReadLoop(t *testing.T) {
 			if n := runtime.NumGoroutine(); n > before {
 				buf := make([]byte, 1<<16)
 				t.Fatalf("%d goroutines after Close, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+			}
+		})
+	}
+}
+
+func TestReadLoopsOutOfRangeDoNotValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		loops int
+		ok    bool
+	}{
+		{"zero loops", 0, false},
+		{"one loop", 1, true},
+		{"sixty-four loops", 64, true},
+		{"sixty-five loops", 65, false},
+		{"a negative count", -2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultResponderConfig()
+			c.ReadLoops = tc.loops
+			err := c.Validate()
+			if (err == nil) != tc.ok {
+				t.Fatalf("Validate() = %v, want ok %v", err, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "ResponderConfig.ReadLoops") {
+				t.Errorf("Validate does not name ReadLoops: %v", err)
 			}
 		})
 	}

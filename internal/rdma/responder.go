@@ -559,7 +559,7 @@ func (l *loop) runSlow() {
 	}
 	l.flushACKs()
 	l.flush()
-	l.all = false
+	l.all = len(r.loops) == 1
 	clear(l.slow) // the receive buffers are not kept
 	l.slow = l.slow[:0]
 	r.unlockLoops()
