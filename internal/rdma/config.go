@@ -93,12 +93,12 @@ type ResponderConfig struct {
 	AllowTranslators *admit.Prefixes
 	// ReadLoops is the number of sockets receiving on Addr, each read and
 	// served by its own goroutine (1 to 64, default 1). Above 1 they are
-	// bound with SO_REUSEPORT and the kernel spreads requesters over them
-	// by a hash of their address and port: the QPs of different requesters
-	// then execute in parallel, on up to ReadLoops CPUs, while each QP is
-	// still executed in order by one loop. Each loop has BatchSize receive
-	// buffers of its own. Linux only: elsewhere a value above 1 is logged
-	// and 1 is used.
+	// one SO_REUSEPORT group (sock.ListenGroup) that spreads requesters
+	// over the sockets by a hash of their source address and port: the QPs
+	// of different requesters then execute in parallel, on up to ReadLoops
+	// CPUs, while each QP is still executed in order by one loop. Each loop
+	// has BatchSize receive buffers and a RecvBuffer of its own. Linux
+	// only: elsewhere a value above 1 is logged and 1 is used.
 	ReadLoops int
 	// OnReadLoop, if set, makes Run lock each goroutine that receives and
 	// executes requests (one per read loop) to its OS thread

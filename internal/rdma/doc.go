@@ -145,8 +145,9 @@
 // A read loop (a goroutine and its socket) receives a batch of datagrams
 // per recvmmsg call and works through it under one lock taken per batch,
 // not per packet. With ResponderConfig.ReadLoops above 1 the responder has
-// that many loops on SO_REUSEPORT sockets bound to one address: the kernel
-// sends every packet of one requester socket to one loop, which owns the
+// that many loops on an SO_REUSEPORT group of sockets bound to one address
+// (rdma/sock.ListenGroup), which sends every packet of one requester
+// socket (source address and port) to one loop, which owns the
 // QPs whose REQ it received and executes them under its own lock, so the
 // QPs of different requesters execute in parallel. What spans loops (the
 // QP table and limits, the CM exchanges about another loop's QP, the

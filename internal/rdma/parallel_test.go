@@ -181,10 +181,10 @@ func TestConcurrentRequestersOnParallelReadLoops(t *testing.T) {
 	}
 }
 
-// A packet for a QP another loop owns (the kernel's hashing of the peer
+// A packet for a QP another loop owns (the socket group's spreading
 // changed) is executed after the batch under every loop's lock, with the
-// PSN rules of the QP; the same QP number from another address is an
-// unknown QP, as with one loop.
+// PSN rules of the QP; the same QP number from another address (a forged
+// source port) is an unknown QP, as with one loop.
 func TestPacketsForAnotherLoopsQP(t *testing.T) {
 	type step struct {
 		pkt      func(p *rawPeer, va uint64, rkey uint32) []byte

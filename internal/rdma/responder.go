@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,8 +46,9 @@ type QPInfo struct {
 // regions, then call [Responder.Run].
 //
 // It receives on ResponderConfig.ReadLoops sockets bound to one address
-// (SO_REUSEPORT), each read by its own goroutine, a read loop. The kernel
-// hashes every datagram's 4-tuple to one socket, so the whole life of a
+// (an SO_REUSEPORT group, sock.ListenGroup), each read by its own
+// goroutine, a read loop. The group sends every datagram to the socket a
+// hash of its source address and port names, so the whole life of a
 // requester's QP, from its REQ on, arrives at one loop: the QP belongs to
 // the loop that received its REQ, and that loop executes its packets under
 // its own lock, taken once per receive batch. Loops serving different QPs
@@ -185,27 +184,12 @@ func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) 
 		done:      make(chan struct{}),
 		timer:     sock.NewTicker(cfg.Timeout / 4),
 	}
-	addr := cfg.Addr
-	for i := range cfg.ReadLoops {
-		var s *sock.Conn
-		if cfg.ReadLoops == 1 {
-			s, err = sock.Listen(addr, cfg.RecvBuffer, 0)
-		} else {
-			s, err = sock.ListenReusePort(addr, cfg.RecvBuffer, 0)
-		}
-		if err != nil {
-			r.closeSockets()
-			if i > 0 {
-				err = fmt.Errorf("rdma: read loop %d: %w", i, err)
-			}
-			return nil, err
-		}
-		if i == 0 {
-			// The other sockets join the port the first one got.
-			r.local = s.LocalAddr()
-			host, _, _ := net.SplitHostPort(cfg.Addr)
-			addr = net.JoinHostPort(host, strconv.Itoa(int(r.local.Port())))
-		}
+	conns, err := sock.ListenGroup(cfg.Addr, cfg.ReadLoops, cfg.RecvBuffer, 0)
+	if err != nil {
+		return nil, err
+	}
+	r.local = conns[0].LocalAddr()
+	for i, s := range conns {
 		// Runs of packets a requester on this host sends as one GSO
 		// super-datagram arrive whole; the loop splits them.
 		s.EnableGRO()
@@ -539,8 +523,9 @@ func (l *loop) deferPacket(b []byte, from netip.AddrPort, dst netip.Addr) {
 }
 
 // runSlow runs the packets deferred during the batch, with every loop's
-// lock held: packets of QPs other loops own (the kernel's hashing of the
-// peer changed), and CM exchanges that touch another loop's QP. They were
+// lock held: packets of QPs other loops own (a forged source port, or a
+// group whose spreading changed), and CM exchanges that touch another
+// loop's QP. They were
 // counted, ICRC-checked and captured when received.
 func (l *loop) runSlow() {
 	r := l.r
@@ -735,5 +720,5 @@ func (l *loop) dispatch(p *roce.Packet, b []byte, from netip.AddrPort, dst netip
 }
 
 // reusePortSupported: several sockets can share the responder's address
-// (sock.ListenReusePort).
+// (sock.ListenGroup).
 const reusePortSupported = runtime.GOOS == "linux"

@@ -8,10 +8,14 @@ import (
 	"syscall"
 )
 
-// controlReusePort refuses: sockets sharing a port are used on Linux only.
-func controlReusePort(_, _ string, _ syscall.RawConn) error {
-	return errors.New("SO_REUSEPORT sockets are supported on Linux only")
-}
+// errNoGroup: sockets sharing a port are used on Linux only.
+var errNoGroup = errors.New("SO_REUSEPORT socket groups are supported on Linux only")
+
+func controlReusePort(_, _ string, _ syscall.RawConn) error { return errNoGroup }
+
+func setReusePort(int) error { return errNoGroup }
+
+func attachSpread(int, int) error { return errNoGroup }
 
 // setOptions sets the buffer sizes only. Without IP_PMTUDISC_DO the IPv4
 // ID and DF bit of what the kernel sends are unknown, so ICRCs of IPv4
