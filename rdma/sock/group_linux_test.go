@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -136,6 +137,4 @@ func TestListenGroupRefusesATakenPort(t *testing.T) {
 	}
 }
 
-func itoa(p uint16) string {
-	return netip.AddrPortFrom(netip.IPv4Unspecified(), p).String()[len("0.0.0.0:"):]
-}
+func itoa(p uint16) string { return strconv.Itoa(int(p)) }
