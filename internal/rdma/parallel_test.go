@@ -29,6 +29,14 @@ func (p *rawPeer) encodeRequest(pkt roce.Packet) []byte {
 	return p.encode(&pkt)
 }
 
+// needSocketGroups skips a test of several read loops where the responder
+// falls back to one.
+func needSocketGroups(t *testing.T) {
+	if !reusePortSupported {
+		t.Skip("several read loops need SO_REUSEPORT socket groups (Linux)")
+	}
+}
+
 // TestSuiteWithParallelReadLoops runs every test of the package again in a
 // child process whose responders have several read loops
 // (DTA_TEST_READ_LOOPS), so that everything the responder enforces —
@@ -38,6 +46,7 @@ func (p *rawPeer) encodeRequest(pkt roce.Packet) []byte {
 //
 //	DTA_TEST_READ_LOOPS=4 go test ./internal/rdma
 func TestSuiteWithParallelReadLoops(t *testing.T) {
+	needSocketGroups(t)
 	if os.Getenv(readLoopsEnv) != "" {
 		t.Skip("already the child run")
 	}
@@ -61,6 +70,7 @@ func TestSuiteWithParallelReadLoops(t *testing.T) {
 // lands, every counter is the exact sum of the adds, the counters add up,
 // and the loops share the QPs.
 func TestConcurrentRequestersOnParallelReadLoops(t *testing.T) {
+	needSocketGroups(t)
 	for _, tc := range []struct {
 		name          string
 		loops, qps    int
@@ -186,6 +196,7 @@ func TestConcurrentRequestersOnParallelReadLoops(t *testing.T) {
 // PSN rules of the QP; the same QP number from another address (a forged
 // source port) is an unknown QP, as with one loop.
 func TestPacketsForAnotherLoopsQP(t *testing.T) {
+	needSocketGroups(t)
 	type step struct {
 		pkt      func(p *rawPeer, va uint64, rkey uint32) []byte
 		spoof    bool // sent from another port than the QP's peer
@@ -316,6 +327,7 @@ func TestPacketsForAnotherLoopsQP(t *testing.T) {
 // QPs owned by loops other than the first expire (half-open, the RTU never
 // sent) and disconnect (DREQ) as the first loop's do.
 func TestQPsOfEveryLoopExpireAndDisconnect(t *testing.T) {
+	needSocketGroups(t)
 	const peers = 12
 	cfg := testResponderConfig("127.0.0.1")
 	cfg.ReadLoops = 4

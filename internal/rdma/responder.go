@@ -269,7 +269,7 @@ func (r *Responder) ReadLoops() int { return len(r.loops) }
 
 // ReadLoopPackets returns the packets each read loop has received so far,
 // in loop order (their sum is Stats().Packets once each loop has
-// published its batch): how the kernel spread the requesters.
+// published its batch): how the socket group spread the requesters.
 func (r *Responder) ReadLoopPackets() []uint64 {
 	out := make([]uint64, len(r.loops))
 	for i, l := range r.loops {
