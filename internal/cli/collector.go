@@ -15,6 +15,7 @@ import (
 
 func newCollectorCmd() *cobra.Command {
 	var configPath, httpAddr, rdmaAddr, dataDir string
+	var readLoops int
 	var exportBrokers []string
 	var sec securityFlags
 	cmd := &cobra.Command{
@@ -49,6 +50,9 @@ longer allows) without a restart (docs/OPERATIONS.md, "Security").`,
 				if cmd.Flags().Changed("rdma") {
 					f.Collector.RDMA = rdmaAddr
 				}
+				if cmd.Flags().Changed("read-loops") {
+					f.Collector.ReadLoops = readLoops
+				}
 				if cmd.Flags().Changed("data-dir") {
 					f.Collector.DataDir = dataDir
 				}
@@ -68,6 +72,7 @@ longer allows) without a restart (docs/OPERATIONS.md, "Security").`,
 	fl.StringVarP(&configPath, "config", "c", "", "YAML configuration file (default: the embedded defaults)")
 	fl.StringVar(&httpAddr, "http", ":8040", "HTTP address for queries, /metrics, /healthz (overrides collector.http)")
 	fl.StringVar(&rdmaAddr, "rdma", ":4791", "UDP address of the RoCEv2 responder (overrides collector.rdma)")
+	fl.IntVar(&readLoops, "read-loops", 1, "sockets (SO_REUSEPORT, Linux) the RoCEv2 responder receives on, each with its own goroutine: translators' QPs execute in parallel (overrides collector.read_loops)")
 	fl.StringVar(&dataDir, "data-dir", "", "keep the stores in this directory: checkpoints while running, restored at start (overrides collector.data_dir)")
 	fl.StringSliceVar(&exportBrokers, "export-brokers", nil, "export Append entries and changed slots to these Kafka `brokers` (host:port,...; overrides export.brokers)")
 	sec.add(fl)

@@ -121,7 +121,8 @@ var (
 
 func TestCollectorAndTranslatorWorkAsAPairAndSurviveACollectorRestart(t *testing.T) {
 	cfg := smallConfig(t)
-	col, stopCol := startCmd(t, collectorReady, "collector", "--config", cfg, "--rdma", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	// The responder receives on two SO_REUSEPORT sockets (--read-loops).
+	col, stopCol := startCmd(t, collectorReady, "collector", "--config", cfg, "--rdma", "127.0.0.1:0", "--http", "127.0.0.1:0", "--read-loops", "2")
 	rdmaAddr, base := col[1], col[2]
 	tr, _ := startCmd(t, translatorReady, "translator", "--config", cfg, "--collector", rdmaAddr,
 		"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0")

@@ -62,6 +62,9 @@ type Collector struct {
 	Name      string `yaml:"name"`
 	HugePages string `yaml:"hugepages"`
 	Prefault  bool   `yaml:"prefault"`
+	// ReadLoops is the number of SO_REUSEPORT sockets (each with its own
+	// goroutine) the RoCEv2 responder receives on: rdma.ResponderConfig.ReadLoops.
+	ReadLoops int `yaml:"read_loops"`
 
 	CollectorGuard      `yaml:",inline"`
 	CollectorDurability `yaml:",inline"`
@@ -182,6 +185,10 @@ func cleanYAMLError(err error, src []byte) error {
 	return errors.New(msg)
 }
 
+// maxReadLoops bounds collector.read_loops (rdma.ResponderConfig.ReadLoops
+// accepts as many).
+const maxReadLoops = 64
+
 // Validate checks every section; errors name the key.
 func (f *File) Validate() error {
 	if _, err := f.LogLevel(); err != nil {
@@ -198,6 +205,9 @@ func (f *File) Validate() error {
 	}
 	if f.Collector.RDMA == "" {
 		return errors.New("collector.rdma: empty")
+	}
+	if n := f.Collector.ReadLoops; n < 1 || n > maxReadLoops {
+		return fmt.Errorf("collector.read_loops: %d (want 1 to %d)", n, maxReadLoops)
 	}
 	if f.Translator.Sink != "local" && f.Translator.Sink != "roce" {
 		return fmt.Errorf("translator.sink: %q (want local or roce)", f.Translator.Sink)
@@ -296,6 +306,7 @@ func (f *File) Marshal() ([]byte, error) { return yaml.Marshal(f) }
 func (f *File) ResponderConfig() rdma.ResponderConfig {
 	c := rdma.DefaultResponderConfig()
 	c.Addr = f.Collector.RDMA
+	c.ReadLoops = f.Collector.ReadLoops
 	c.AllowTranslators, _ = f.AllowTranslators() // checked by Validate
 	return c
 }

@@ -70,6 +70,8 @@ func TestBadConfigsNameTheKey(t *testing.T) {
 		{"a bad log level", "log:\n  level: loud\n", "log.level"},
 		{"a bad log format", "log:\n  format: xml\n", "log.format"},
 		{"a bad hugepages mode", "collector:\n  hugepages: always\n", "collector.hugepages"},
+		{"no responder read loop", "collector:\n  read_loops: 0\n", "collector.read_loops"},
+		{"too many responder read loops", "collector:\n  read_loops: 65\n", "collector.read_loops"},
 		{"a duration without a unit", "translator:\n  postcard_max_age: 5\n", "postcard_max_age"},
 		{"a negative flush delay", "translator:\n  append_flush_delay: -1ms\n", "append_flush_delay"},
 		{"a bad size", "translator:\n  recv_buffer: lots\n", "recv_buffer"},
@@ -159,5 +161,32 @@ func TestMarshalRoundTrips(t *testing.T) {
 	}
 	if !reflect.DeepEqual(f.Translator, Default().Translator) || !reflect.DeepEqual(f.HTTP, Default().HTTP) || len(f.Stores) != len(Default().Stores) {
 		t.Fatal("the printed config changed on the way back")
+	}
+}
+
+func TestReadLoopsReachTheResponder(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       int
+	}{
+		{"the default is one loop", "", 1},
+		{"collector.read_loops sets them", "collector:\n  read_loops: 4\n", 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Parse([]byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			rc := f.ResponderConfig()
+			if rc.ReadLoops != tc.want {
+				t.Errorf("ResponderConfig().ReadLoops = %d, want %d", rc.ReadLoops, tc.want)
+			}
+			if err := rc.Validate(); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

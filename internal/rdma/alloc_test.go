@@ -99,8 +99,8 @@ func TestResponderWritePathDoesNotAllocate(t *testing.T) {
 		out:     roce.Envelope{Src: local.Addr(), Dst: peer.Addr(), SrcPort: local.Port(), DstPort: peer.Port()},
 		atomics: make([]atomicResult, 16),
 	}
-	resp.qps[q.qpn] = q
-	resp.byPeer[peer] = q
+	resp.insertQP(q)
+	l := resp.loops[0]
 	in := roce.Envelope{Src: peer.Addr(), Dst: local.Addr(), SrcPort: peer.Port(), DstPort: local.Port()}
 	const runs = 3000
 	for _, kind := range []string{"write", "fetch-add"} {
@@ -120,17 +120,17 @@ func TestResponderWritePathDoesNotAllocate(t *testing.T) {
 			pkts[i] = b
 		}
 		i := 0
-		resp.mu.Lock()
+		l.mu.Lock()
 		n := testing.AllocsPerRun(runs, func() {
-			resp.handle(pkts[i], peer, local.Addr())
+			l.handle(pkts[i], peer, local.Addr())
 			i++
 			if i%16 == 0 {
-				resp.flushACKs()
-				resp.flush()
+				l.flushACKs()
+				l.flush()
 			}
 		})
-		resp.flush() // the end of a batch: the counters are published
-		resp.mu.Unlock()
+		l.flush() // the end of a batch: the counters are published
+		l.mu.Unlock()
 		if n != 0 {
 			t.Errorf("receiving a %s allocates %v times", kind, n)
 		}

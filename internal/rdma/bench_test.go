@@ -2,7 +2,10 @@ package rdma
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,8 +103,8 @@ func BenchmarkResponderHandle(b *testing.B) {
 	q := &qp{qpn: 0x42, remoteQPN: 0x99, peer: peer, state: qpEstablished, pmtu: 1024,
 		out:     roce.Envelope{Src: local.Addr(), Dst: peer.Addr(), SrcPort: local.Port(), DstPort: peer.Port()},
 		atomics: make([]atomicResult, 16)}
-	resp.qps[q.qpn] = q
-	resp.byPeer[peer] = q
+	resp.insertQP(q)
+	l := resp.loops[0]
 	in := roce.Envelope{Src: peer.Addr(), Dst: local.Addr(), SrcPort: peer.Port(), DstPort: local.Port()}
 	pkts := make([][]byte, 1<<12)
 	for _, kind := range []string{"write8", "fetchadd"} {
@@ -123,21 +126,103 @@ func BenchmarkResponderHandle(b *testing.B) {
 			}
 			build()
 			b.ReportAllocs()
-			resp.mu.Lock()
-			defer resp.mu.Unlock()
+			l.mu.Lock()
+			defer l.mu.Unlock()
 			for b.Loop() {
 				if i == len(pkts) {
 					b.StopTimer()
 					build()
 					b.StartTimer()
 				}
-				resp.handle(pkts[i], peer, local.Addr())
+				l.handle(pkts[i], peer, local.Addr())
 				i++
 				if i%32 == 0 {
-					resp.flushACKs()
-					resp.tx.Discard() // built, not sent
+					l.flushACKs()
+					l.tx.Discard() // built, not sent
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkResponderParallelQPs measures a responder in a child process
+// with 1, 2 or 4 read loops, written by qps requesters of this process at
+// once (each its own socket and QP, 8-byte WRITEs in Applies of 16):
+// packets/s the responder received in all, its CPU time per packet (the
+// child's getrusage: every loop and the timer), packets per receive call,
+// and how many loops received packets (the kernel hashes each requester's
+// port to one socket, so with few QPs some loops may stay idle).
+//
+//	go test -run '^$' -bench ResponderParallelQPs -benchtime 20000x ./internal/rdma
+func BenchmarkResponderParallelQPs(b *testing.B) {
+	for _, c := range []struct{ loops, qps int }{{1, 4}, {2, 4}, {4, 8}} {
+		b.Run(fmt.Sprintf("loops=%d/qps=%d", c.loops, c.qps), func(b *testing.B) {
+			child := startChildResponderLoops(b, "127.0.0.1", c.loops)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			reqs := make([]*Requester, c.qps)
+			for i := range reqs {
+				cfg := DefaultRequesterConfig()
+				cfg.Collector = child.addr
+				q, err := Dial(ctx, cfg, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer q.Close()
+				q.SetTargets([]Target{decodeTarget(q.Advertisement())})
+				reqs[i] = q
+			}
+			const batch = 16
+			opsOf := func(i int) []memop.Op {
+				ops := make([]memop.Op, batch)
+				for k := range ops {
+					ops[k] = memop.Op{Kind: memop.Write, Offset: uint64(i*4096+k*8) % (1 << 20), Data: []byte("abcdefgh")}
+				}
+				return ops
+			}
+			run := func(per int) error {
+				var wg sync.WaitGroup
+				errs := make([]error, len(reqs))
+				for i, q := range reqs {
+					ops := opsOf(i)
+					wg.Go(func() {
+						for range per {
+							if err := q.Apply(ops); err != nil {
+								errs[i] = err
+								return
+							}
+						}
+						fctx, fcancel := context.WithTimeout(context.Background(), 60*time.Second)
+						defer fcancel()
+						errs[i] = q.Flush(fctx)
+					})
+				}
+				wg.Wait()
+				return errors.Join(errs...)
+			}
+			if err := run(200); err != nil { // warm: connections, page faults
+				b.Fatal(err)
+			}
+			cpu0, pk0, bt0, _ := child.cpuLoops(b)
+			per := max(1, b.N/c.qps)
+			b.ResetTimer()
+			start := time.Now()
+			if err := run(per); err != nil {
+				b.Fatal(err)
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			cpu1, pk1, bt1, busy := child.cpuLoops(b)
+			pkts := float64(pk1 - pk0)
+			b.ReportMetric(pkts/elapsed.Seconds(), "pkts/s")
+			b.ReportMetric(float64(cpu1-cpu0)/pkts, "responder-cpu-ns/pkt")
+			b.ReportMetric(pkts/float64(max(bt1-bt0, 1)), "pkts/recv")
+			b.ReportMetric(float64(busy), "busy-loops")
+			var retx uint64
+			for _, q := range reqs {
+				retx += q.Stats().Retransmits.Load()
+			}
+			b.ReportMetric(float64(retx), "retransmits")
 		})
 	}
 }

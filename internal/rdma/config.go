@@ -28,6 +28,7 @@ const (
 	maxBatch       = 1024
 	maxAdvert      = 64 << 20
 	maxSockBuffer  = 1 << 30
+	maxReadLoops   = 64
 )
 
 // ResponderConfig configures a [Responder]. Start from
@@ -90,13 +91,23 @@ type ResponderConfig struct {
 	// silently, before its ICRC is checked. Both are counted. Replace it
 	// while running with [Responder.SetAllowTranslators].
 	AllowTranslators *admit.Prefixes
-	// OnReadLoop, if set, makes Run lock the goroutine that receives and
-	// executes every request to its OS thread (runtime.LockOSThread) and
-	// call OnReadLoop on it, once, before the first packet: what it notes
-	// of the thread (its ID, for per-thread CPU accounting as dta bench
-	// does) then holds for all the responder's packet work. It must not
-	// block. Locking costs a thread hand-off at each wake-up: leave it nil
-	// outside measurements.
+	// ReadLoops is the number of sockets receiving on Addr, each read and
+	// served by its own goroutine (1 to 64, default 1). Above 1 they are
+	// one SO_REUSEPORT group (sock.ListenGroup) that spreads requesters
+	// over the sockets by a hash of their source address and port: the QPs
+	// of different requesters then execute in parallel, on up to ReadLoops
+	// CPUs, while each QP is still executed in order by one loop. Each loop
+	// has BatchSize receive buffers and a RecvBuffer of its own. Linux
+	// only: elsewhere a value above 1 is logged and 1 is used.
+	ReadLoops int
+	// OnReadLoop, if set, makes Run lock each goroutine that receives and
+	// executes requests (one per read loop) to its OS thread
+	// (runtime.LockOSThread) and call OnReadLoop on it, once, before the
+	// first packet: what it notes of the thread (its ID, for per-thread CPU
+	// accounting as dta bench does) then holds for all that loop's packet
+	// work. With several read loops it is called on each, concurrently. It
+	// must not block. Locking costs a thread hand-off at each wake-up:
+	// leave it nil outside measurements.
 	OnReadLoop func()
 }
 
@@ -116,6 +127,7 @@ func DefaultResponderConfig() ResponderConfig {
 		ServiceID:        DefaultServiceID,
 		BatchSize:        64,
 		RecvBuffer:       16 << 20,
+		ReadLoops:        1,
 	}
 }
 
@@ -134,6 +146,7 @@ func (c ResponderConfig) Validate() error {
 	errs = appendRange(errs, "ResponderConfig.Retries", c.Retries, 0, 100)
 	errs = appendRange(errs, "ResponderConfig.BatchSize", c.BatchSize, 1, maxBatch)
 	errs = appendRange(errs, "ResponderConfig.RecvBuffer", c.RecvBuffer, 0, maxSockBuffer)
+	errs = appendRange(errs, "ResponderConfig.ReadLoops", c.ReadLoops, 1, maxReadLoops)
 	if c.Timeout < time.Millisecond {
 		errs = append(errs, fmt.Errorf("rdma: ResponderConfig.Timeout = %v, want at least 1ms", c.Timeout))
 	}

@@ -142,8 +142,18 @@
 //
 // # The receive path
 //
-// One goroutine receives a batch of datagrams per recvmmsg call and works
-// through it under one lock taken per batch, not per packet. Between a
+// A read loop (a goroutine and its socket) receives a batch of datagrams
+// per recvmmsg call and works through it under one lock taken per batch,
+// not per packet. With ResponderConfig.ReadLoops above 1 the responder has
+// that many loops on an SO_REUSEPORT group of sockets bound to one address
+// (rdma/sock.ListenGroup), which sends every packet of one requester
+// socket (source address and port) to one loop, which owns the
+// QPs whose REQ it received and executes them under its own lock, so the
+// QPs of different requesters execute in parallel. What spans loops (the
+// QP table and limits, the CM exchanges about another loop's QP, the
+// timer, Close, the allowlist) takes every loop's lock, and a packet that
+// reaches a loop other than its QP's owner is run after the batch that
+// way: never two loops on one QP at once. Between a
 // requester and a responder on one host, runs of packets travel as UDP GSO
 // super-datagrams received whole with UDP GRO (rdma/sock, "Runs of packets
 // on one host"); the responder splits each into the packets sent and
@@ -162,6 +172,7 @@
 // WQE), UC/UD/RD/XRC transports (CM on QP1 excepted), memory windows,
 // invalidation, path migration, alternate paths, MRA, LAP, SIDR,
 // congestion control (ECN/CNP), IPv6 link-local peers, IPv4 options and
-// fragments, credits (ACKs carry "unlimited"). Responder receive is one
-// goroutine per Responder.
+// fragments, credits (ACKs carry "unlimited"). One QP is executed by one
+// goroutine at a time: a single requester does not get faster with more
+// read loops.
 package rdma

@@ -46,8 +46,8 @@ func FuzzResponderHandle(f *testing.F) {
 	q := &qp{qpn: 0x42, remoteQPN: 0x99, peer: peer, state: qpEstablished, pmtu: 256,
 		out:     roce.Envelope{Src: local.Addr(), Dst: peer.Addr(), SrcPort: local.Port(), DstPort: peer.Port()},
 		atomics: make([]atomicResult, 4)}
-	resp.qps[q.qpn] = q
-	resp.byPeer[peer] = q
+	resp.insertQP(q)
+	l := resp.loops[0]
 	in := roce.Envelope{Src: peer.Addr(), Dst: local.Addr(), SrcPort: peer.Port(), DstPort: local.Port()}
 	for _, p := range seedPackets(m.VA, m.RKey) {
 		f.Add(p, true, true, true)
@@ -63,19 +63,20 @@ func FuzzResponderHandle(f *testing.F) {
 				in.Seal(b)
 			}
 		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
 		resp.mu.Lock()
-		defer resp.mu.Unlock()
 		if resp.qps[0x42] == nil { // a DREQ or a new REQ may have dropped it
 			*q = qp{qpn: 0x42, remoteQPN: 0x99, peer: peer, state: qpEstablished, pmtu: 256, out: q.out, atomics: q.atomics}
-			resp.qps[q.qpn] = q
-			resp.byPeer[peer] = q
+			resp.insertQP(q)
 			resp.stats.QPs.Add(1)
 		}
+		resp.mu.Unlock()
 		if inSeq && len(b) >= roce.BTHLen {
 			q.ePSN = binary.BigEndian.Uint32(b[8:]) & roce.PSNMask
 		}
-		resp.handle(b, peer, local.Addr())
-		resp.flushACKs()
-		resp.tx.Discard() // built, not sent
+		l.handle(b, peer, local.Addr())
+		l.flushACKs()
+		l.tx.Discard() // built, not sent
 	})
 }

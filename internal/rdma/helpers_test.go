@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -48,7 +49,20 @@ func testResponderConfig(host string) ResponderConfig {
 	cfg.Timeout = 100 * time.Millisecond
 	cfg.Retries = 50
 	cfg.RecvBuffer = 4 << 20
+	cfg.ReadLoops = testReadLoops()
 	return cfg
+}
+
+// readLoopsEnv sets the ReadLoops of the responders the tests start
+// (testResponderConfig); unset, 1. TestSuiteWithParallelReadLoops runs the
+// package's tests again with it set.
+const readLoopsEnv = "DTA_TEST_READ_LOOPS"
+
+func testReadLoops() int {
+	if n, err := strconv.Atoi(os.Getenv(readLoopsEnv)); err == nil && n > 0 {
+		return n
+	}
+	return 1
 }
 
 // startResponder runs a responder until the test ends, after calling setup
@@ -124,4 +138,14 @@ func snapshot(t testing.TB, r *region.Region) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// insertQP puts q in the QP table as the first read loop's, as a REQ would
+// (tests that drive the packet handler directly). Called with the first
+// loop's lock and mu held, or before Run.
+func (r *Responder) insertQP(q *qp) {
+	q.owner = r.loops[0]
+	r.qps[q.qpn] = q
+	r.byPeer[q.peer] = q
+	q.owner.qps[q.qpn] = q
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -39,6 +40,9 @@ func runChildResponder() int {
 	}
 	cfg := DefaultResponderConfig()
 	cfg.Addr = os.Getenv(childEnv)
+	if n, err := strconv.Atoi(os.Getenv(childEnv + "_LOOPS")); err == nil {
+		cfg.ReadLoops = n
+	}
 	r, err := NewResponder(cfg, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -56,7 +60,13 @@ func runChildResponder() int {
 	fmt.Printf("addr %s\n", r.LocalAddr())
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
-		fmt.Printf("cpu %d %d %d\n", cpuTime().Nanoseconds(), r.Stats().Packets.Load(), r.Stats().Batches.Load())
+		busy := 0
+		for _, n := range r.ReadLoopPackets() {
+			if n > 0 {
+				busy++
+			}
+		}
+		fmt.Printf("cpu %d %d %d %d\n", cpuTime().Nanoseconds(), r.Stats().Packets.Load(), r.Stats().Batches.Load(), busy)
 	}
 	r.Close()
 	return 0
@@ -77,8 +87,15 @@ type childResponder struct {
 
 func startChildResponder(tb testing.TB, host string) *childResponder {
 	tb.Helper()
+	return startChildResponderLoops(tb, host, 1)
+}
+
+// startChildResponderLoops starts a child responder with loops read loops.
+func startChildResponderLoops(tb testing.TB, host string, loops int) *childResponder {
+	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+netip.AddrPortFrom(netip.MustParseAddr(host), 0).String())
+	cmd.Env = append(os.Environ(), childEnv+"="+netip.AddrPortFrom(netip.MustParseAddr(host), 0).String(),
+		childEnv+"_LOOPS="+strconv.Itoa(loops))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -111,14 +128,22 @@ func startChildResponder(tb testing.TB, host string) *childResponder {
 // its receive calls.
 func (c *childResponder) cpu(tb testing.TB) (time.Duration, uint64, uint64) {
 	tb.Helper()
+	ns, pkts, batches, _ := c.cpuLoops(tb)
+	return ns, pkts, batches
+}
+
+// cpuLoops is cpu with the number of read loops that received packets.
+func (c *childResponder) cpuLoops(tb testing.TB) (time.Duration, uint64, uint64, int) {
+	tb.Helper()
 	c.stdin.Write([]byte("cpu\n"))
 	if !c.out.Scan() {
 		tb.Fatal("child responder gone")
 	}
 	var ns int64
 	var pkts, batches uint64
-	if _, err := fmt.Sscanf(c.out.Text(), "cpu %d %d %d", &ns, &pkts, &batches); err != nil {
+	var busy int
+	if _, err := fmt.Sscanf(c.out.Text(), "cpu %d %d %d %d", &ns, &pkts, &batches, &busy); err != nil {
 		tb.Fatal(err)
 	}
-	return time.Duration(ns), pkts, batches
+	return time.Duration(ns), pkts, batches, busy
 }

@@ -1,6 +1,7 @@
 package rdma
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -10,11 +11,15 @@ import (
 )
 
 func TestOnReadLoopNamesTheThreadThatExecutesRequests(t *testing.T) {
-	var calls, hookTID, immTID, immOther atomic.Int64
+	var calls, immTID, immOther atomic.Int64
+	var hookMu sync.Mutex
+	hookTIDs := map[int64]bool{} // one per read loop
 	cfg := testResponderConfig("127.0.0.1")
 	cfg.OnReadLoop = func() {
 		calls.Add(1)
-		hookTID.Store(int64(unix.Gettid()))
+		hookMu.Lock()
+		hookTIDs[int64(unix.Gettid())] = true
+		hookMu.Unlock()
 	}
 	reg := newRegion(t, 4096)
 	resp := startResponder(t, cfg)
@@ -41,11 +46,15 @@ func TestOnReadLoopNamesTheThreadThatExecutesRequests(t *testing.T) {
 	if n := resp.Stats().Immediates.Load(); n != 200 {
 		t.Fatalf("%d immediates delivered, want 200", n)
 	}
-	if calls.Load() != 1 {
-		t.Errorf("OnReadLoop called %d times, want once", calls.Load())
+	if calls.Load() != int64(cfg.ReadLoops) {
+		t.Errorf("OnReadLoop called %d times, want once per read loop (%d)", calls.Load(), cfg.ReadLoops)
 	}
-	if hookTID.Load() == 0 || immTID.Load() != hookTID.Load() || immOther.Load() != 0 {
-		t.Errorf("OnReadLoop ran on thread %d, requests were executed on %d (and %d times elsewhere)",
-			hookTID.Load(), immTID.Load(), immOther.Load())
+	// One requester: one QP, executed by one loop, on the thread its
+	// OnReadLoop call noted.
+	hookMu.Lock()
+	defer hookMu.Unlock()
+	if len(hookTIDs) != cfg.ReadLoops || !hookTIDs[immTID.Load()] || immOther.Load() != 0 {
+		t.Errorf("OnReadLoop ran on threads %v, requests were executed on %d (and %d times elsewhere)",
+			hookTIDs, immTID.Load(), immOther.Load())
 	}
 }

@@ -44,11 +44,28 @@ type QPInfo struct {
 // doing what an RDMA NIC does for remote writes, reads and atomics on
 // registered memory regions. Create it with [NewResponder], register
 // regions, then call [Responder.Run].
+//
+// It receives on ResponderConfig.ReadLoops sockets bound to one address
+// (an SO_REUSEPORT group, sock.ListenGroup), each read by its own
+// goroutine, a read loop. The group sends every datagram to the socket a
+// hash of its source address and port names, so the whole life of a
+// requester's QP, from its REQ on, arrives at one loop: the QP belongs to
+// the loop that received its REQ, and that loop executes its packets under
+// its own lock, taken once per receive batch. Loops serving different QPs
+// never wait for each other.
+//
+// Locks: each loop's mu guards its send batch, scratch state and the QPs it
+// owns; Responder.mu guards the QP table (qps, byPeer) and is always taken
+// last (a leaf). Whatever concerns QPs of several loops (the timer, Close,
+// the allowlist, QPs, a REQ that must reclaim another loop's QP, a packet
+// for a QP another loop owns) runs with every loop's lock held, taken in
+// loop order; a loop defers such packets until after its batch, when it
+// holds no lock.
 type Responder struct {
 	cfg     ResponderConfig
 	logger  *slog.Logger
-	s       *sock.Conn
-	rx      *sock.Receiver
+	local   netip.AddrPort // the address every loop's socket is bound to
+	loops   []*loop
 	capture *sock.Capture
 	// maxPacket is the largest packet taken: a longer datagram is counted
 	// truncated.
@@ -64,29 +81,66 @@ type Responder struct {
 	onImm   atomic.Pointer[func(Immediate)]
 	allow   atomic.Pointer[admit.Prefixes] // nil: every source
 
-	mu     sync.Mutex // guards everything below; held per receive batch
-	tx     *sock.Sender
+	// mu guards the QP table. A QP enters and leaves it with mu and its
+	// owner loop's lock held, so either one suffices to read the maps;
+	// taken after any loop lock, never before.
+	mu     sync.Mutex
 	qps    map[uint32]*qp
 	byPeer map[netip.AddrPort]*qp
-	dirty  []*qp // QPs with an ACK to send at the end of the batch
-	hot    hotStats
-	pf     prefetcher
-	pkt    roce.Packet
-	cm     roce.CM
-	cmOut  roce.CM
-	mad    []byte
-	now    int64
-	shut   bool // Close has begun: packets are ignored
+	// shut: Close has begun, packets are ignored. Written with every loop
+	// lock held, read with any.
+	shut bool
 
 	// startPSN, if set, picks the responder's starting PSNs (tests of the
-	// 24-bit wrap).
+	// 24-bit wrap). Read with mu held.
 	startPSN func() uint32
 
 	running   atomic.Bool
 	done      chan struct{}
-	timer     *sock.Ticker // handshake and advertisement deadlines; armed under mu
+	timer     *sock.Ticker // handshake and advertisement deadlines; armed with a loop lock held
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// loop is one read loop: a socket of the group, the goroutine reading it,
+// and everything that goroutine needs to execute a batch without touching
+// another loop's state.
+type loop struct {
+	r  *Responder
+	id int
+	s  *sock.Conn
+
+	// Owned by the loop's goroutine: used without a lock.
+	rx   *sock.Receiver
+	pf   prefetcher
+	slow []deferred // packets to run with every loop lock held, after the batch
+	// all: the goroutine holds every loop's lock (in runSlow, or always
+	// with a single loop), so nothing needs deferring.
+	all bool
+
+	mu    sync.Mutex // guards everything below and the QPs the loop owns; held per receive batch
+	tx    *sock.Sender
+	qps   map[uint32]*qp // the QPs this loop owns
+	dirty []*qp          // QPs with an ACK to send at the end of the batch
+	hot   hotStats
+	pkt   roce.Packet
+	cm    roce.CM
+	cmOut roce.CM
+	mad   []byte
+	now   int64
+
+	// received counts the packets this loop received (the sum over loops
+	// is Stats().Packets); published with the hot counters.
+	received atomic.Uint64
+}
+
+// deferred is a packet a loop received for a QP, or a CM exchange, that
+// another loop's lock guards: run after the batch by runSlow. b points into
+// the loop's receive buffers, valid until its next read.
+type deferred struct {
+	b    []byte
+	from netip.AddrPort
+	dst  netip.Addr
 }
 
 // Log keys of the responder's rate-limited warnings.
@@ -102,7 +156,7 @@ const (
 // BTH, RETH, ImmDt, pad and ICRC.
 const maxHeaders = roce.BTHLen + roce.RETHLen + roce.ImmDtLen + 3 + roce.ICRCLen
 
-// NewResponder binds the responder's socket. logger may be nil.
+// NewResponder binds the responder's sockets. logger may be nil.
 func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -110,39 +164,51 @@ func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s, err := sock.Listen(cfg.Addr, cfg.RecvBuffer, 0)
-	if err != nil {
-		return nil, err
-	}
-	// Runs of packets a requester on this host sends as one GSO
-	// super-datagram arrive whole; readLoop splits them.
-	s.EnableGRO()
-	if s.LocalAddr().Addr().Unmap().IsLoopback() {
-		// Bound to loopback, every peer is on this host: runs of ACKs go
-		// as GSO super-datagrams. Never where a packet reaches a wire
-		// (sock.Conn.EnableGSO).
-		s.EnableGSO()
+	if cfg.ReadLoops > 1 && !reusePortSupported {
+		logger.Warn("rdma responder: several read loops need SO_REUSEPORT (Linux); using one", "read_loops", cfg.ReadLoops)
+		cfg.ReadLoops = 1
 	}
 	capt, err := sock.NewCapture(cfg.Capture, sock.MACResponder, sock.MACRequester)
 	if err != nil {
-		s.Close()
 		return nil, fmt.Errorf("rdma: capture: %w", err)
 	}
 	r := &Responder{
 		cfg:       cfg,
 		logger:    logger,
-		s:         s,
-		rx:        sock.NewReceiver(s, cfg.BatchSize, cfg.MTU+maxHeaders+1),
 		maxPacket: cfg.MTU + maxHeaders,
 		capture:   capt,
 		guid:      randomU64(),
 		limiter:   ratelog.New(logger, logKeys, 10*time.Second),
-		tx:        sock.NewSender(s, cfg.BatchSize, max(320, cfg.MTU+maxHeaders)), // READ responses carry up to MTU bytes
 		qps:       make(map[uint32]*qp),
 		byPeer:    make(map[netip.AddrPort]*qp),
-		mad:       make([]byte, 0, roce.MADLen),
 		done:      make(chan struct{}),
 		timer:     sock.NewTicker(cfg.Timeout / 4),
+	}
+	conns, err := sock.ListenGroup(cfg.Addr, cfg.ReadLoops, cfg.RecvBuffer, 0)
+	if err != nil {
+		return nil, err
+	}
+	r.local = conns[0].LocalAddr()
+	for i, s := range conns {
+		// Runs of packets a requester on this host sends as one GSO
+		// super-datagram arrive whole; the loop splits them.
+		s.EnableGRO()
+		if s.LocalAddr().Addr().Unmap().IsLoopback() {
+			// Bound to loopback, every peer is on this host: runs of ACKs go
+			// as GSO super-datagrams. Never where a packet reaches a wire
+			// (sock.Conn.EnableGSO).
+			s.EnableGSO()
+		}
+		r.loops = append(r.loops, &loop{
+			r:   r,
+			id:  i,
+			s:   s,
+			rx:  sock.NewReceiver(s, cfg.BatchSize, cfg.MTU+maxHeaders+1),
+			all: cfg.ReadLoops == 1,
+			tx:  sock.NewSender(s, cfg.BatchSize, max(320, cfg.MTU+maxHeaders)), // READ responses carry up to MTU bytes
+			qps: make(map[uint32]*qp),
+			mad: make([]byte, 0, roce.MADLen),
+		})
 	}
 	r.mrs.Store(&mrTable{byKey: map[uint32]*mr{}, byName: map[string]*mr{}, nextVA: newVABase()})
 	if !cfg.AllowTranslators.Any() {
@@ -150,13 +216,71 @@ func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) 
 	}
 	empty := []byte{}
 	r.adv.Store(&empty)
-	logger.Info("rdma responder listening", "addr", s.LocalAddr().String(), "max_mtu", cfg.MTU, "max_qps", cfg.MaxQPs)
+	logger.Info("rdma responder listening", "addr", r.local.String(), "max_mtu", cfg.MTU, "max_qps", cfg.MaxQPs, "read_loops", len(r.loops))
 	return r, nil
+}
+
+// closeSockets closes every loop's socket and returns the first error.
+func (r *Responder) closeSockets() error {
+	var first error
+	for _, l := range r.loops {
+		if err := l.s.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// lockLoops takes every loop's lock, in loop order.
+func (r *Responder) lockLoops() {
+	for _, l := range r.loops {
+		l.mu.Lock()
+	}
+}
+
+// unlockLoops releases what lockLoops took.
+func (r *Responder) unlockLoops() {
+	for i := len(r.loops) - 1; i >= 0; i-- {
+		r.loops[i].mu.Unlock()
+	}
+}
+
+// lockAll takes every loop's lock and then mu: all the responder's state.
+func (r *Responder) lockAll() {
+	r.lockLoops()
+	r.mu.Lock()
+}
+
+// unlockAll releases what lockAll took.
+func (r *Responder) unlockAll() {
+	r.mu.Unlock()
+	r.unlockLoops()
+}
+
+// allLocker is the Locker of the timer: every lock of the responder.
+type allLocker struct{ r *Responder }
+
+func (a allLocker) Lock()   { a.r.lockAll() }
+func (a allLocker) Unlock() { a.r.unlockAll() }
+
+// ReadLoops returns the number of read loops (sockets) receiving: the
+// configured ReadLoops, or 1 where SO_REUSEPORT is not available.
+func (r *Responder) ReadLoops() int { return len(r.loops) }
+
+// ReadLoopPackets returns the packets each read loop has received so far,
+// in loop order (their sum is Stats().Packets once each loop has
+// published its batch): how the socket group spread the requesters.
+func (r *Responder) ReadLoopPackets() []uint64 {
+	out := make([]uint64, len(r.loops))
+	for i, l := range r.loops {
+		out[i] = l.received.Load()
+	}
+	return out
 }
 
 // LocalAddr returns the address the responder is bound to, with the port
 // the kernel chose when the configured one was 0.
-func (r *Responder) LocalAddr() netip.AddrPort { return r.s.LocalAddr() }
+func (r *Responder) LocalAddr() netip.AddrPort { return r.local }
 
 // Stats returns the responder's live counters.
 func (r *Responder) Stats() *ResponderStats { return &r.stats }
@@ -208,8 +332,10 @@ func (r *Responder) SetAdvertisement(b []byte) {
 
 // SetAdvertisementFunc makes every new connection get the bytes fn returns
 // at the moment it is established, instead of fixed bytes (the collector
-// puts each Append list's current head there). fn runs on the receive
-// goroutine: it must be quick and must not call the Responder's methods.
+// puts each Append list's current head there). fn runs on a receive
+// goroutine (with several read loops, on several at once): it must be
+// quick, safe for concurrent use, and must not call the Responder's
+// methods.
 // nil goes back to the bytes of SetAdvertisement.
 func (r *Responder) SetAdvertisementFunc(fn func() []byte) {
 	if fn == nil {
@@ -228,8 +354,10 @@ func (r *Responder) advertisement() []byte {
 }
 
 // OnImmediate sets the function called, on the receive goroutine, for
-// every WRITE with immediate after its bytes landed. It must not block and
-// must not call the Responder's methods. nil removes it.
+// every WRITE with immediate after its bytes landed. With several read
+// loops it is called from several goroutines at once (the immediates of
+// one QP always in order, from one goroutine at a time). It must not
+// block and must not call the Responder's methods. nil removes it.
 func (r *Responder) OnImmediate(fn func(Immediate)) {
 	if fn == nil {
 		r.onImm.Store(nil)
@@ -240,8 +368,8 @@ func (r *Responder) OnImmediate(fn func(Immediate)) {
 
 // QPs returns a snapshot of the QP table.
 func (r *Responder) QPs() []QPInfo {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.lockAll()
+	defer r.unlockAll()
 	out := make([]QPInfo, 0, len(r.qps))
 	for _, q := range r.qps {
 		out = append(out, QPInfo{
@@ -254,7 +382,8 @@ func (r *Responder) QPs() []QPInfo {
 
 // Run receives and answers packets until ctx is done or Close is called,
 // then closes the responder. It returns nil on such a stop, or the error
-// that stopped the socket. It may be called once.
+// that stopped a socket. It may be called once. The first read loop runs
+// on the calling goroutine, the others on goroutines of their own.
 func (r *Responder) Run(ctx context.Context) error {
 	if !r.running.CompareAndSwap(false, true) {
 		return errors.New("rdma: Responder.Run called twice")
@@ -263,43 +392,56 @@ func (r *Responder) Run(ctx context.Context) error {
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Go(r.timerLoop)
+	errs := make([]error, len(r.loops))
+	for _, l := range r.loops[1:] {
+		wg.Go(func() {
+			if r.cfg.OnReadLoop != nil {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				r.cfg.OnReadLoop()
+			}
+			errs[l.id] = l.run()
+			r.Close() // one loop's socket failed: stop them all
+		})
+	}
 	if r.cfg.OnReadLoop != nil {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		r.cfg.OnReadLoop()
 	}
-	err := r.readLoop()
+	errs[0] = r.loops[0].run()
 	r.Close()
 	wg.Wait()
-	return err
+	return errors.Join(errs...)
 }
 
 // Close sends a DREQ to every established connection (best effort), so
-// that requesters reconnect at once, and closes the socket, which stops
+// that requesters reconnect at once, and closes the sockets, which stops
 // Run. It is idempotent.
 func (r *Responder) Close() error {
 	r.closeOnce.Do(func() {
-		r.mu.Lock()
+		r.lockAll()
 		r.shut = true // no new connections between the DREQs and the close
+		l := r.loops[0]
 		for _, q := range r.qps {
 			if q.state == qpEstablished {
-				r.sendDREQ(q)
+				l.sendDREQ(q)
 			}
 		}
-		r.flush()
-		r.mu.Unlock()
+		l.flush()
+		r.unlockAll()
 		close(r.done)
-		r.closeErr = r.s.Close()
+		r.closeErr = r.closeSockets()
 	})
 	return r.closeErr
 }
 
-// crash closes the socket without a word to the peers, as a killed
+// crash closes the sockets without a word to the peers, as a killed
 // process would (tests).
 func (r *Responder) crash() {
 	r.closeOnce.Do(func() {
 		close(r.done)
-		r.closeErr = r.s.Close()
+		r.closeErr = r.closeSockets()
 	})
 }
 
@@ -312,9 +454,12 @@ func (r *Responder) closing() bool {
 	}
 }
 
-func (r *Responder) readLoop() error {
+// run is the read loop: it reads a batch, executes it under the loop's
+// lock, sends the responses, then runs what it deferred.
+func (l *loop) run() error {
+	r := l.r
 	for {
-		n, err := r.rx.Read()
+		n, err := l.rx.Read()
 		if err != nil {
 			if r.closing() {
 				return nil
@@ -322,27 +467,27 @@ func (r *Responder) readLoop() error {
 			r.stats.ReadErrors.Add(1)
 			if sock.TransientError(err) {
 				if ok, sup := r.limiter.Allow(logRead, time.Now().UnixNano()); ok {
-					r.logger.Warn("rdma responder: read failed", "err", err, "suppressed", sup)
+					r.logger.Warn("rdma responder: read failed", "err", err, "suppressed", sup, "loop", l.id)
 				}
 				continue
 			}
-			return fmt.Errorf("rdma responder: %w", err)
+			return fmt.Errorf("rdma responder: read loop %d: %w", l.id, err)
 		}
 		r.stats.Batches.Add(1)
-		r.prefetch(n)
-		r.mu.Lock()
-		r.now = time.Now().UnixNano()
+		l.prefetch(n)
+		l.mu.Lock()
+		l.now = time.Now().UnixNano()
 		for i := range n {
-			b, from, dst, trunc := r.rx.Datagram(i)
+			b, from, dst, trunc := l.rx.Datagram(i)
 			if trunc {
-				r.stats.Packets.Add(1)
+				l.hot.packets++
 				r.stats.Truncated.Add(1)
 				continue
 			}
 			if r.shut {
 				continue
 			}
-			seg := r.rx.SegmentSize(i)
+			seg := l.rx.SegmentSize(i)
 			if seg <= 0 || len(b) == 0 {
 				seg = len(b)
 			} else if seg < len(b) {
@@ -353,33 +498,69 @@ func (r *Responder) readLoop() error {
 			for {
 				k := min(seg, len(b))
 				if k > r.maxPacket {
-					r.stats.Packets.Add(1)
+					l.hot.packets++
 					r.stats.Truncated.Add(1)
 				} else {
-					r.handle(b[:k:k], from, dst)
+					l.handle(b[:k:k], from, dst)
 				}
 				if b = b[k:]; len(b) == 0 {
 					break
 				}
 			}
 		}
-		r.flushACKs()
-		r.flush()
-		r.mu.Unlock()
+		l.flushACKs()
+		l.flush()
+		l.mu.Unlock()
+		if len(l.slow) > 0 {
+			l.runSlow()
+		}
 	}
+}
+
+// defer notes a packet to run after the batch with every loop lock held.
+func (l *loop) deferPacket(b []byte, from netip.AddrPort, dst netip.Addr) {
+	l.slow = append(l.slow, deferred{b: b, from: from, dst: dst})
+}
+
+// runSlow runs the packets deferred during the batch, with every loop's
+// lock held: packets of QPs other loops own (a forged source port, or a
+// group whose spreading changed), and CM exchanges that touch another
+// loop's QP. They were
+// counted, ICRC-checked and captured when received.
+func (l *loop) runSlow() {
+	r := l.r
+	r.lockLoops()
+	l.all = true
+	l.now = time.Now().UnixNano()
+	for _, d := range l.slow {
+		if r.shut {
+			break
+		}
+		p := &l.pkt
+		if p.Decode(d.b) != nil { // decoded once already: cannot fail
+			continue
+		}
+		l.dispatch(p, d.b, d.from, d.dst)
+	}
+	l.flushACKs()
+	l.flush()
+	l.all = len(r.loops) == 1
+	clear(l.slow) // the receive buffers are not kept
+	l.slow = l.slow[:0]
+	r.unlockLoops()
 }
 
 // prefetch asks for the cache lines the n datagrams just read will write
 // (prefetcher). It runs on the read loop, which owns rx and pf.
-func (r *Responder) prefetch(n int) {
-	t := r.mrs.Load()
-	f := &r.pf
+func (l *loop) prefetch(n int) {
+	t := l.r.mrs.Load()
+	f := &l.pf
 	for i := range n {
-		b, _, _, trunc := r.rx.Datagram(i)
+		b, _, _, trunc := l.rx.Datagram(i)
 		if trunc {
 			continue
 		}
-		seg := r.rx.SegmentSize(i)
+		seg := l.rx.SegmentSize(i)
 		if seg <= 0 {
 			seg = len(b)
 		}
@@ -394,18 +575,21 @@ func (r *Responder) prefetch(n int) {
 
 // timerLoop drops half-open QPs and retransmits advertisements, every
 // quarter of the timeout while a QP has either pending; a new QP and an
-// advertisement sent wake it.
+// advertisement sent wake it. It holds every lock and sends with the first
+// loop's socket.
 func (r *Responder) timerLoop() {
-	r.timer.Run(&r.mu, r.done, func() bool {
-		r.now = time.Now().UnixNano()
-		r.expire()
-		r.flush()
+	r.timer.Run(allLocker{r}, r.done, func() bool {
+		l := r.loops[0]
+		l.now = time.Now().UnixNano()
+		l.expire()
+		l.flush()
 		return r.timing()
 	})
 }
 
 // timing reports whether a QP waits for something with a deadline: its RTU,
-// or the acknowledgement of advertisement packets. Called with mu held.
+// or the acknowledgement of advertisement packets. Called with every lock
+// held.
 func (r *Responder) timing() bool {
 	for _, q := range r.qps {
 		if q.state == qpHalfOpen || q.state == qpEstablished && q.advUna < len(q.adv) {
@@ -416,19 +600,20 @@ func (r *Responder) timing() bool {
 }
 
 // hotStats are the counters every request updates, kept as plain integers
-// under mu and added to the atomic Stats at each flush, before any response
-// leaves: a locked add per packet would wait for the cache miss of the
-// write just placed, where plain stores overlap theirs.
+// under the loop's lock and added to the atomic Stats at each flush, before
+// any response leaves: a locked add per packet would wait for the cache
+// miss of the write just placed, where plain stores overlap theirs.
 type hotStats struct {
 	packets, bytes, writes, writeBytes, atomics uint64
 }
 
-// publish adds the hot counters to the stats. Called with mu held.
-func (r *Responder) publish() {
-	h, st := &r.hot, &r.stats
+// publish adds the hot counters to the stats. Called with l.mu held.
+func (l *loop) publish() {
+	h, st := &l.hot, &l.r.stats
 	if h.packets != 0 {
 		st.Packets.Add(h.packets)
 		st.Bytes.Add(h.bytes)
+		l.received.Add(h.packets)
 	}
 	if h.writes != 0 || h.writeBytes != 0 {
 		st.Writes.Add(h.writes)
@@ -441,31 +626,32 @@ func (r *Responder) publish() {
 }
 
 // flush publishes the hot counters and sends the queued responses. Called
-// with mu held.
-func (r *Responder) flush() {
-	r.publish()
-	before := r.tx.Errors()
-	_ = r.tx.Flush()
-	if d := r.tx.Errors() - before; d > 0 {
-		r.stats.SendErrors.Add(d)
+// with l.mu held.
+func (l *loop) flush() {
+	l.publish()
+	before := l.tx.Errors()
+	_ = l.tx.Flush()
+	if d := l.tx.Errors() - before; d > 0 {
+		l.r.stats.SendErrors.Add(d)
 	}
 }
 
 // queue adds a packet built in b (a tx scratch buffer or bytes that live
 // until the flush) to the send batch, from local to peer.
-func (r *Responder) queue(env *roce.Envelope, b []byte, to netip.AddrPort) {
-	r.capture.Record(env, b, true)
-	r.tx.Add(b, to, env.Src)
-	if r.tx.Full() {
-		r.flush()
+func (l *loop) queue(env *roce.Envelope, b []byte, to netip.AddrPort) {
+	l.r.capture.Record(env, b, true)
+	l.tx.Add(b, to, env.Src)
+	if l.tx.Full() {
+		l.flush()
 	}
 }
 
-// handle processes one datagram. Called with mu held.
-func (r *Responder) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
+// handle processes one datagram. Called with l.mu held.
+func (l *loop) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
+	r := l.r
 	st := &r.stats
-	r.hot.packets++
-	r.hot.bytes += uint64(len(b))
+	l.hot.packets++
+	l.hot.bytes += uint64(len(b))
 	if len(b) < roce.BTHLen+roce.ICRCLen {
 		st.Malformed.Add(1)
 		return
@@ -477,13 +663,13 @@ func (r *Responder) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 		allowed = false
 		if binary.BigEndian.Uint32(b[4:])&roce.PSNMask != roce.GSIQP {
 			st.NotAllowed.Add(1)
-			if ok, sup := r.limiter.Allow(logNotAllowed, r.now); ok {
+			if ok, sup := r.limiter.Allow(logNotAllowed, l.now); ok {
 				r.logger.Warn("rdma responder: packet from a source outside allow_translators dropped", "peer", from.String(), "suppressed", sup)
 			}
 			return
 		}
 	}
-	env := roce.Envelope{Src: from.Addr(), Dst: dst, SrcPort: from.Port(), DstPort: r.s.LocalAddr().Port()}
+	env := roce.Envelope{Src: from.Addr(), Dst: dst, SrcPort: from.Port(), DstPort: r.local.Port()}
 	if err := env.VerifyICRC(b); err != nil {
 		if err == roce.ErrICRC {
 			st.BadICRC.Add(1)
@@ -492,25 +678,47 @@ func (r *Responder) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 		}
 		return
 	}
-	p := &r.pkt
+	p := &l.pkt
 	if err := p.Decode(b); err != nil {
 		st.Malformed.Add(1)
 		return
 	}
 	r.capture.Record(&env, b, false)
+	if p.BTH.DestQP == roce.GSIQP && !allowed {
+		l.refuseCM(p, from, dst)
+		return
+	}
+	l.dispatch(p, b, from, dst)
+}
+
+// dispatch executes a checked packet p (decoded from b): a CM MAD, or a
+// request or response of a QP. A QP another loop owns is run later, by
+// runSlow, unless this goroutine holds every loop lock already.
+func (l *loop) dispatch(p *roce.Packet, b []byte, from netip.AddrPort, dst netip.Addr) {
+	r := l.r
 	if p.BTH.DestQP == roce.GSIQP {
-		if !allowed {
-			r.refuseCM(p, from, dst)
+		l.handleCM(p, b, from, dst)
+		return
+	}
+	q := l.qps[p.BTH.DestQP]
+	if q == nil && len(r.loops) > 1 {
+		// Not one of this loop's QPs: another loop's, or none.
+		r.mu.Lock()
+		q = r.qps[p.BTH.DestQP]
+		r.mu.Unlock()
+		if q != nil && q.peer == from && !l.all {
+			l.deferPacket(b, from, dst)
 			return
 		}
-		r.handleCM(p, from, dst)
-		return
 	}
-	q := r.qps[p.BTH.DestQP]
 	if q == nil || q.peer != from {
-		st.UnknownQP.Add(1)
+		r.stats.UnknownQP.Add(1)
 		return
 	}
-	q.lastActive = r.now
-	r.handleRC(q, p)
+	q.lastActive = l.now
+	l.handleRC(q, p)
 }
+
+// reusePortSupported: several sockets can share the responder's address
+// (sock.ListenGroup).
+const reusePortSupported = runtime.GOOS == "linux"

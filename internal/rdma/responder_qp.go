@@ -17,11 +17,14 @@ const (
 	qpEstablished                // RTU or a first request received
 )
 
-// qp is the responder side of one RC connection. All fields are guarded
-// by Responder.mu.
+// qp is the responder side of one RC connection. qpn, peer, owner,
+// localCommID, tid, remoteCommID and rep never change once the QP is in the
+// table (mu suffices to read them); every other field is guarded by the
+// owner loop's lock.
 type qp struct {
 	qpn, remoteQPN uint32
 	peer           netip.AddrPort
+	owner          *loop         // the read loop that received its REQ and executes its packets
 	out            roce.Envelope // what we send: local -> peer
 	state          qpState
 	pmtu           int
@@ -77,15 +80,17 @@ type atomicResult struct {
 // advWindow is the most advertisement packets sent and not acknowledged.
 const advWindow = 64
 
-// handleRC processes an RC packet addressed to q. Called with mu held.
-func (r *Responder) handleRC(q *qp, p *roce.Packet) {
+// handleRC processes an RC packet addressed to q. Called with the lock of
+// q's owner loop held (l is that loop, or holds every loop's lock).
+func (l *loop) handleRC(q *qp, p *roce.Packet) {
+	r := l.r
 	op := p.BTH.Opcode
 	if op == roce.OpACK || op == roce.OpAtomicACK {
-		r.advResponse(q, p)
+		l.advResponse(q, p)
 		return
 	}
 	if q.state == qpHalfOpen {
-		r.establish(q) // the RTU was lost; the first request stands in for it
+		l.establish(q) // the RTU was lost; the first request stands in for it
 	}
 	st := &r.stats
 	psn := p.BTH.PSN
@@ -94,20 +99,20 @@ func (r *Responder) handleRC(q *qp, p *roce.Packet) {
 		st.OutOfSequence.Add(1)
 		if !q.nakSent {
 			q.nakSent = true
-			r.respond(q, roce.OpACK, roce.NAKPSNSequenceError, q.ePSN, 0)
+			l.respond(q, roce.OpACK, roce.NAKPSNSequenceError, q.ePSN, 0)
 		}
 		return
 	case -1:
 		st.Duplicates.Add(1)
-		r.duplicate(q, p)
+		l.duplicate(q, p)
 		return
 	}
 	q.nakSent = false
 	if op == roce.OpReadRequest {
-		r.read(q, p)
+		l.read(q, p)
 		return
 	}
-	syn, atomic, orig := r.execute(q, p)
+	syn, atomic, orig := l.execute(q, p)
 	q.ePSN = (q.ePSN + 1) & roce.PSNMask
 	q.ageErr()
 	switch {
@@ -115,16 +120,16 @@ func (r *Responder) handleRC(q *qp, p *roce.Packet) {
 		q.errValid, q.errPSN, q.errSyn = true, psn, syn
 		q.ackPending = false // the NAK acknowledges everything before it
 		q.sinceACK = 0
-		r.respond(q, roce.OpACK, syn, psn, 0)
-		r.logRefusal(q, p, syn)
+		l.respond(q, roce.OpACK, syn, psn, 0)
+		l.logRefusal(q, p, syn)
 	case atomic:
 		q.ackPending = false
 		q.sinceACK = 0
-		r.respond(q, roce.OpAtomicACK, roce.ACKUnlimited, psn, orig)
+		l.respond(q, roce.OpAtomicACK, roce.ACKUnlimited, psn, orig)
 	default:
 		q.sinceACK++
 		if p.BTH.AckReq || q.sinceACK >= r.cfg.ACKCoalesce {
-			r.markACK(q)
+			l.markACK(q)
 		}
 	}
 }
@@ -140,11 +145,12 @@ func (q *qp) ageErr() {
 // duplicate answers a request whose PSN is behind the expected one: a WRITE
 // is re-ACKed, never executed again; an atomic gets its saved ATOMIC ACK; a
 // READ, which changes nothing, is executed again (replayRead).
-func (r *Responder) duplicate(q *qp, p *roce.Packet) {
+func (l *loop) duplicate(q *qp, p *roce.Packet) {
+	r := l.r
 	psn := p.BTH.PSN
 	switch p.BTH.Opcode {
 	case roce.OpReadRequest:
-		r.replayRead(q, p)
+		l.replayRead(q, p)
 	case roce.OpFetchAdd, roce.OpCompareSwap:
 		// Newest first: after 2^24 PSNs an old entry may carry the same PSN.
 		for k := 1; k <= len(q.atomics); k++ {
@@ -153,50 +159,51 @@ func (r *Responder) duplicate(q *qp, p *roce.Packet) {
 				r.stats.AtomicReplays.Add(1)
 				msn := q.msn
 				q.msn = a.msn
-				r.respond(q, roce.OpAtomicACK, roce.ACKUnlimited, psn, a.orig)
+				l.respond(q, roce.OpAtomicACK, roce.ACKUnlimited, psn, a.orig)
 				q.msn = msn
 				return
 			}
 		}
 		if q.errValid && q.errPSN == psn {
-			r.respond(q, roce.OpACK, q.errSyn, psn, 0)
+			l.respond(q, roce.OpACK, q.errSyn, psn, 0)
 			return
 		}
 		r.stats.AtomicReplayMisses.Add(1)
 	default:
 		if q.errValid && q.errPSN == psn {
-			r.respond(q, roce.OpACK, q.errSyn, psn, 0)
+			l.respond(q, roce.OpACK, q.errSyn, psn, 0)
 			return
 		}
-		r.markACK(q)
+		l.markACK(q)
 	}
 }
 
-func (r *Responder) markACK(q *qp) {
+func (l *loop) markACK(q *qp) {
 	q.ackPending = true
 	q.sinceACK = 0
 	if !q.inDirty {
 		q.inDirty = true
-		r.dirty = append(r.dirty, q)
+		l.dirty = append(l.dirty, q)
 	}
 }
 
 // flushACKs sends the ACKs due at the end of a batch, one per QP.
-func (r *Responder) flushACKs() {
-	for i, q := range r.dirty {
+func (l *loop) flushACKs() {
+	for i, q := range l.dirty {
 		if q.ackPending && !q.dead {
 			q.ackPending = false
 			q.sinceACK = 0
-			r.respond(q, roce.OpACK, roce.ACKUnlimited, (q.ePSN-1)&roce.PSNMask, 0)
+			l.respond(q, roce.OpACK, roce.ACKUnlimited, (q.ePSN-1)&roce.PSNMask, 0)
 		}
 		q.inDirty = false
-		r.dirty[i] = nil
+		l.dirty[i] = nil
 	}
-	r.dirty = r.dirty[:0]
+	l.dirty = l.dirty[:0]
 }
 
 // respond queues an ACK, NAK or ATOMIC ACK for q with the current MSN.
-func (r *Responder) respond(q *qp, op roce.Opcode, syn roce.Syndrome, psn uint32, orig uint64) {
+func (l *loop) respond(q *qp, op roce.Opcode, syn roce.Syndrome, psn uint32, orig uint64) {
+	r := l.r
 	st := &r.stats
 	switch syn {
 	case roce.ACKUnlimited:
@@ -219,17 +226,18 @@ func (r *Responder) respond(q *qp, op roce.Opcode, syn roce.Syndrome, psn uint32
 		AETH:         roce.AETH{Syndrome: syn, MSN: q.msn},
 		AtomicAckETH: roce.AtomicAckETH{OrigData: orig},
 	}
-	b := pkt.AppendTo(r.tx.Buf())
+	b := pkt.AppendTo(l.tx.Buf())
 	if q.out.Seal(b) != nil {
 		return
 	}
-	r.queue(&q.out, b, q.peer)
+	l.queue(&q.out, b, q.peer)
 }
 
 // execute runs a request whose PSN is the expected one. It returns
 // ACKUnlimited on success or the NAK syndrome, whether it was an atomic,
 // and the atomic's original value.
-func (r *Responder) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bool, orig uint64) {
+func (l *loop) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bool, orig uint64) {
+	r := l.r
 	st := &r.stats
 	op := p.BTH.Opcode
 	pay := len(p.Payload)
@@ -255,13 +263,13 @@ func (r *Responder) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bo
 		}
 		if n == 0 {
 			q.msn = (q.msn + 1) & roce.PSNMask
-			r.hot.writes++
+			l.hot.writes++
 			if op == roce.OpWriteOnlyImm {
-				r.immediate(q, "", 0, 0, p.ImmDt.Data)
+				l.immediate(q, "", 0, 0, p.ImmDt.Data)
 			}
 			return roce.ACKUnlimited, false, 0
 		}
-		m, syn := r.lookup(reth.RKey, AccessRemoteWrite, reth.VA, n)
+		m, syn := l.lookup(reth.RKey, AccessRemoteWrite, reth.VA, n)
 		if m == nil {
 			q.skip = first
 			return syn, false, 0
@@ -271,15 +279,15 @@ func (r *Responder) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bo
 			q.skip = first
 			return roce.NAKRemoteOperationalError, false, 0
 		}
-		r.hot.writeBytes += uint64(pay)
+		l.hot.writeBytes += uint64(pay)
 		if first {
 			q.wr = writeState{active: true, m: m, start: off, off: off + uint64(pay), remaining: n - uint64(pay)}
 			return roce.ACKUnlimited, false, 0
 		}
 		q.msn = (q.msn + 1) & roce.PSNMask
-		r.hot.writes++
+		l.hot.writes++
 		if op == roce.OpWriteOnlyImm {
-			r.immediate(q, m.Name, off, n, p.ImmDt.Data)
+			l.immediate(q, m.Name, off, n, p.ImmDt.Data)
 		}
 		return roce.ACKUnlimited, false, 0
 
@@ -308,7 +316,7 @@ func (r *Responder) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bo
 			q.skip = !last
 			return roce.NAKRemoteOperationalError, false, 0
 		}
-		r.hot.writeBytes += uint64(pay)
+		l.hot.writeBytes += uint64(pay)
 		w.off += uint64(pay)
 		w.remaining -= uint64(pay)
 		if !last {
@@ -317,9 +325,9 @@ func (r *Responder) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bo
 		m, start, n := w.m, w.start, w.off-w.start
 		q.wr = writeState{}
 		q.msn = (q.msn + 1) & roce.PSNMask
-		r.hot.writes++
+		l.hot.writes++
 		if op == roce.OpWriteLastImm {
-			r.immediate(q, m.Name, start, n, p.ImmDt.Data)
+			l.immediate(q, m.Name, start, n, p.ImmDt.Data)
 		}
 		return roce.ACKUnlimited, false, 0
 
@@ -331,7 +339,7 @@ func (r *Responder) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bo
 			return roce.NAKInvalidRequest, false, 0
 		}
 		eth := &p.AtomicETH
-		m, syn := r.lookup(eth.RKey, AccessRemoteAtomic, eth.VA, 8)
+		m, syn := l.lookup(eth.RKey, AccessRemoteAtomic, eth.VA, 8)
 		if m == nil {
 			return syn, false, 0
 		}
@@ -351,7 +359,7 @@ func (r *Responder) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bo
 		}
 		m.r.Written(off, 8)
 		q.msn = (q.msn + 1) & roce.PSNMask
-		r.hot.atomics++
+		l.hot.atomics++
 		a := &q.atomics[q.atomicNext]
 		*a = atomicResult{valid: true, psn: p.BTH.PSN, msn: q.msn, orig: orig}
 		q.atomicNext = (q.atomicNext + 1) % len(q.atomics)
@@ -367,7 +375,8 @@ func (r *Responder) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bo
 // lookup finds the MR for rkey and checks the access right and that
 // [va, va+n) lies inside it; on failure it counts the reason and returns
 // the NAK syndrome.
-func (r *Responder) lookup(rkey uint32, need Access, va, n uint64) (*mr, roce.Syndrome) {
+func (l *loop) lookup(rkey uint32, need Access, va, n uint64) (*mr, roce.Syndrome) {
+	r := l.r
 	st := &r.stats
 	m := r.mrs.Load().byKey[rkey]
 	switch {
@@ -414,7 +423,8 @@ func place(m *mr, off uint64, b []byte) bool {
 	return true
 }
 
-func (r *Responder) immediate(q *qp, name string, off, n uint64, imm uint32) {
+func (l *loop) immediate(q *qp, name string, off, n uint64, imm uint32) {
+	r := l.r
 	r.stats.Immediates.Add(1)
 	if fn := r.onImm.Load(); fn != nil {
 		(*fn)(Immediate{QPN: q.qpn, MR: name, Offset: off, Length: n, Imm: imm})
@@ -422,8 +432,9 @@ func (r *Responder) immediate(q *qp, name string, off, n uint64, imm uint32) {
 }
 
 // logRefusal logs a refused request, at most once per 10 s.
-func (r *Responder) logRefusal(q *qp, p *roce.Packet, syn roce.Syndrome) {
-	if ok, sup := r.limiter.Allow(logAccess, r.now); ok {
+func (l *loop) logRefusal(q *qp, p *roce.Packet, syn roce.Syndrome) {
+	r := l.r
+	if ok, sup := r.limiter.Allow(logAccess, l.now); ok {
 		r.logger.LogAttrs(context.Background(), slog.LevelWarn, "rdma responder: request refused",
 			slog.String("peer", q.peer.String()), slog.Uint64("qpn", uint64(q.qpn)),
 			slog.String("opcode", p.BTH.Opcode.String()), slog.Uint64("psn", uint64(p.BTH.PSN)),

@@ -23,27 +23,28 @@ func readPackets(n uint64, pmtu int) uint32 {
 // the path MTU, one PSN each from the request's. The expected PSN advances
 // by the number of response packets, also when the READ is refused with a
 // remote access error (both sides then skip the same PSNs: the requester
-// reserved them when it posted the READ). Called with mu held.
-func (r *Responder) read(q *qp, p *roce.Packet) {
+// reserved them when it posted the READ). Called as handleRC is.
+func (l *loop) read(q *qp, p *roce.Packet) {
+	r := l.r
 	st := &r.stats
 	psn := p.BTH.PSN
 	q.skip = false
 	if q.wr.active { // a READ inside a multi-packet WRITE
 		q.wr = writeState{}
 		st.RejectOpcode.Add(1)
-		r.refuse(q, p, roce.NAKInvalidRequest, 1)
+		l.refuse(q, p, roce.NAKInvalidRequest, 1)
 		return
 	}
 	n := uint64(p.RETH.DMALen)
 	if n > maxReadLen {
 		st.RejectLength.Add(1)
-		r.refuse(q, p, roce.NAKInvalidRequest, 1)
+		l.refuse(q, p, roce.NAKInvalidRequest, 1)
 		return
 	}
 	npk := readPackets(n, q.pmtu)
-	data, syn := r.readable(&p.RETH)
+	data, syn := l.readable(&p.RETH)
 	if syn != roce.ACKUnlimited {
-		r.refuse(q, p, syn, npk)
+		l.refuse(q, p, syn, npk)
 		return
 	}
 	q.msn = (q.msn + 1) & roce.PSNMask
@@ -54,18 +55,18 @@ func (r *Responder) read(q *qp, p *roce.Packet) {
 	q.sinceACK = 0
 	st.Reads.Add(1)
 	st.ReadBytes.Add(n)
-	r.readRespond(q, data, psn)
+	l.readRespond(q, data, psn)
 }
 
 // readable returns the bytes a READ's RETH names, or the NAK syndrome
 // (counting the reason). A zero-length READ names no memory: its R_Key
 // and VA are not checked, as for a zero-length WRITE.
-func (r *Responder) readable(reth *roce.RETH) ([]byte, roce.Syndrome) {
+func (l *loop) readable(reth *roce.RETH) ([]byte, roce.Syndrome) {
 	n := uint64(reth.DMALen)
 	if n == 0 {
 		return nil, roce.ACKUnlimited
 	}
-	m, syn := r.lookup(reth.RKey, AccessRemoteRead, reth.VA, n)
+	m, syn := l.lookup(reth.RKey, AccessRemoteRead, reth.VA, n)
 	if m == nil {
 		return nil, syn
 	}
@@ -78,7 +79,8 @@ func (r *Responder) readable(reth *roce.RETH) ([]byte, roce.Syndrome) {
 
 // readRespond queues the READ Response packets carrying data, from PSN psn
 // on, with the current MSN in their AETHs.
-func (r *Responder) readRespond(q *qp, data []byte, psn uint32) {
+func (l *loop) readRespond(q *qp, data []byte, psn uint32) {
+	r := l.r
 	npk := readPackets(uint64(len(data)), q.pmtu)
 	pkt := roce.Packet{
 		BTH:  roce.BTH{PKey: roce.DefaultPKey, DestQP: q.remoteQPN},
@@ -98,49 +100,50 @@ func (r *Responder) readRespond(q *qp, data []byte, psn uint32) {
 		pkt.BTH.PSN = (psn + k) & roce.PSNMask
 		lo := min(int(k)*q.pmtu, len(data))
 		pkt.Payload = data[lo:min(lo+q.pmtu, len(data))]
-		b := pkt.AppendTo(r.tx.Buf())
+		b := pkt.AppendTo(l.tx.Buf())
 		if q.out.Seal(b) != nil {
 			return
 		}
 		r.stats.ReadResponses.Add(1)
-		r.queue(&q.out, b, q.peer)
+		l.queue(&q.out, b, q.peer)
 	}
 }
 
 // replayRead answers a duplicate READ Request (its PSN behind the expected
 // one) as IBA has a responder do: the READ is executed again from the
 // request, against memory as it is now, and its responses resent with the
-// original PSNs. The expected PSN and the MSN do not change. Called with
-// mu held.
-func (r *Responder) replayRead(q *qp, p *roce.Packet) {
+// original PSNs. The expected PSN and the MSN do not change. Called as
+// handleRC is.
+func (l *loop) replayRead(q *qp, p *roce.Packet) {
+	r := l.r
 	psn := p.BTH.PSN
 	if q.errValid && q.errPSN == psn {
-		r.respond(q, roce.OpACK, q.errSyn, psn, 0)
+		l.respond(q, roce.OpACK, q.errSyn, psn, 0)
 		return
 	}
 	if uint64(p.RETH.DMALen) > maxReadLen {
 		r.stats.RejectLength.Add(1)
-		r.respond(q, roce.OpACK, roce.NAKInvalidRequest, psn, 0)
+		l.respond(q, roce.OpACK, roce.NAKInvalidRequest, psn, 0)
 		return
 	}
-	data, syn := r.readable(&p.RETH)
+	data, syn := l.readable(&p.RETH)
 	if syn != roce.ACKUnlimited {
-		r.respond(q, roce.OpACK, syn, psn, 0)
-		r.logRefusal(q, p, syn)
+		l.respond(q, roce.OpACK, syn, psn, 0)
+		l.logRefusal(q, p, syn)
 		return
 	}
 	r.stats.ReadReplays.Add(1)
-	r.readRespond(q, data, psn)
+	l.readRespond(q, data, psn)
 }
 
 // refuse answers the request p, whose PSN is the expected one, with a class
 // C NAK and consumes psns PSNs for it.
-func (r *Responder) refuse(q *qp, p *roce.Packet, syn roce.Syndrome, psns uint32) {
+func (l *loop) refuse(q *qp, p *roce.Packet, syn roce.Syndrome, psns uint32) {
 	psn := p.BTH.PSN
 	q.ePSN = (q.ePSN + psns) & roce.PSNMask
 	q.errValid, q.errPSN, q.errSyn = true, psn, syn
 	q.ackPending = false // the NAK acknowledges everything before it
 	q.sinceACK = 0
-	r.respond(q, roce.OpACK, syn, psn, 0)
-	r.logRefusal(q, p, syn)
+	l.respond(q, roce.OpACK, syn, psn, 0)
+	l.logRefusal(q, p, syn)
 }

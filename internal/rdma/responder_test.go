@@ -230,14 +230,14 @@ func TestCMFloodIsRejectedAndCounted(t *testing.T) {
 	// One address sending REQ after REQ with new TIDs holds one QP only.
 	f := newRawPeer(t, h.resp.LocalAddr())
 	q0 := st.QPs.Load()
-	h.resp.mu.Lock()
+	h.resp.lockAll()
 	for _, q := range h.resp.qps {
 		if q.peer != h.peer.s.LocalAddr() {
 			h.resp.destroy(q) // make room
 			break
 		}
 	}
-	h.resp.mu.Unlock()
+	h.resp.unlockAll()
 	for i := range 10 {
 		f.tid = uint64(1000 + i)
 		f.req(DefaultServiceID, roce.MTU1024)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"os"
+	"runtime"
 	"syscall"
 	"unsafe"
 )
@@ -34,6 +35,103 @@ const groBufLen = 65535
 type mmsghdr struct {
 	hdr syscall.Msghdr
 	n   uint32
+}
+
+// controlReusePort sets SO_REUSEPORT on a socket before its bind.
+func controlReusePort(_, _ string, c syscall.RawConn) error {
+	var opErr error
+	if err := c.Control(func(fd uintptr) { opErr = setReusePort(int(fd)) }); err != nil {
+		return err
+	}
+	return opErr
+}
+
+// setReusePort sets SO_REUSEPORT (on a bound socket too: sockets bound to
+// its address later with SO_REUSEPORT join it in a group).
+func setReusePort(fd int) error {
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, soReusePort, 1); err != nil {
+		return os.NewSyscallError("setsockopt SO_REUSEPORT", err)
+	}
+	return nil
+}
+
+// soAttachReuseportCBPF is SO_ATTACH_REUSEPORT_CBPF (asm-generic/socket.h;
+// the same on every architecture).
+const soAttachReuseportCBPF = 51
+
+// Classic BPF opcodes (linux/filter.h) and the base of loads relative to
+// the network header (SKF_NET_OFF).
+const (
+	bpfLdB   = 0x30 // BPF_LD | BPF_B | BPF_ABS
+	bpfLdH   = 0x28 // BPF_LD | BPF_H | BPF_ABS
+	bpfLdW   = 0x20 // BPF_LD | BPF_W | BPF_ABS
+	bpfRshK  = 0x74 // BPF_ALU | BPF_RSH | BPF_K
+	bpfMulK  = 0x24 // BPF_ALU | BPF_MUL | BPF_K
+	bpfModK  = 0x94 // BPF_ALU | BPF_MOD | BPF_K
+	bpfXorX  = 0xac // BPF_ALU | BPF_XOR | BPF_X
+	bpfJeqK  = 0x15 // BPF_JMP | BPF_JEQ | BPF_K
+	bpfJa    = 0x05 // BPF_JMP | BPF_JA
+	bpfTax   = 0x07 // BPF_MISC | BPF_TAX
+	bpfRetA  = 0x16 // BPF_RET | BPF_A
+	skfNetOf = 0xFFF00000
+)
+
+// spreadMul mixes the source address and port before the modulo.
+const spreadMul = 0x9E3779B1
+
+// spreadProgram returns the reuseport program of ListenGroup: socket
+// index ((last 32 bits of the source address XOR source port) *
+// spreadMul >> 16) mod n, for IPv4 (without options) and IPv6 (without
+// extension headers). A load the packet is too short for ends the program
+// with 0: the first socket.
+func spreadProgram(n int) []syscall.SockFilter {
+	return []syscall.SockFilter{
+		{Code: bpfLdB, K: skfNetOf},      // 0: A = first byte of the IP header
+		{Code: bpfRshK, K: 4},            // 1: A = IP version
+		{Code: bpfJeqK, Jt: 4, K: 6},     // 2: IPv6: to 7
+		{Code: bpfLdW, K: skfNetOf + 12}, // 3: A = IPv4 source address
+		{Code: bpfTax},                   // 4: X = A
+		{Code: bpfLdH, K: skfNetOf + 20}, // 5: A = UDP source port (IHL 5)
+		{Code: bpfJa, K: 3},              // 6: to 10
+		{Code: bpfLdW, K: skfNetOf + 20}, // 7: A = last 32 bits of the IPv6 source address
+		{Code: bpfTax},                   // 8: X = A
+		{Code: bpfLdH, K: skfNetOf + 40}, // 9: A = UDP source port
+		{Code: bpfXorX},                  // 10: A ^= X
+		{Code: bpfMulK, K: spreadMul},    // 11
+		{Code: bpfRshK, K: 16},           // 12
+		{Code: bpfModK, K: uint32(n)},    // 13
+		{Code: bpfRetA},                  // 14: the socket's index in the group
+	}
+}
+
+// spreadIndex is what spreadProgram returns for a datagram from src.
+func spreadIndex(src netip.AddrPort, n int) int {
+	a := src.Addr().Unmap()
+	var w uint32
+	if a.Is4() {
+		b := a.As4()
+		w = binary.BigEndian.Uint32(b[:])
+	} else {
+		b := a.As16()
+		w = binary.BigEndian.Uint32(b[12:])
+	}
+	return int(((w ^ uint32(src.Port())) * spreadMul >> 16) % uint32(n))
+}
+
+// attachSpread attaches spreadProgram(n) to the reuseport group of fd.
+func attachSpread(fd, n int) error {
+	f := spreadProgram(n)
+	prog := syscall.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
+	// setsockopt(2) with a struct sock_fprog: package syscall has no
+	// wrapper for this option, SetsockoptString passes any bytes.
+	b := unsafe.String((*byte)(unsafe.Pointer(&prog)), unsafe.Sizeof(prog))
+	err := syscall.SetsockoptString(fd, syscall.SOL_SOCKET, soAttachReuseportCBPF, b)
+	runtime.KeepAlive(&prog)
+	runtime.KeepAlive(f)
+	if err != nil {
+		return os.NewSyscallError("setsockopt SO_ATTACH_REUSEPORT_CBPF", err)
+	}
+	return nil
 }
 
 // setOptions: DF on every IPv4 packet (hence IPv4 ID 0 from an

@@ -2,7 +2,20 @@
 
 package sock
 
-import "net/netip"
+import (
+	"errors"
+	"net/netip"
+	"syscall"
+)
+
+// errNoGroup: sockets sharing a port are used on Linux only.
+var errNoGroup = errors.New("SO_REUSEPORT socket groups are supported on Linux only")
+
+func controlReusePort(_, _ string, _ syscall.RawConn) error { return errNoGroup }
+
+func setReusePort(int) error { return errNoGroup }
+
+func attachSpread(int, int) error { return errNoGroup }
 
 // setOptions sets the buffer sizes only. Without IP_PMTUDISC_DO the IPv4
 // ID and DF bit of what the kernel sends are unknown, so ICRCs of IPv4

@@ -37,6 +37,16 @@
 // packet's ICRC covers ID 0. If the kernel refuses a super-datagram, the
 // Sender falls back to one datagram per message for good.
 //
+// # Several sockets on one address
+//
+// [ListenGroup] binds n sockets to one address as an SO_REUSEPORT group,
+// so that n goroutines receive in parallel (the responder's read loops).
+// A classic BPF program on the group picks each datagram's socket from its
+// source address and port, so that one peer socket always reaches the same
+// socket, and only the group's own sockets are ever picked: Linux lets a
+// socket of the same user bound to port 0 with SO_REUSEPORT land on a
+// port a group holds, and without the program it would receive a share.
+//
 // What it refuses to do: it knows no QPs, PSNs or connections, never
 // decodes a packet except to record it in a capture, and allocates nothing
 // per datagram. It uses only the standard library (syscall, not

@@ -2,6 +2,7 @@ package sock
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,7 +13,7 @@ import (
 // every few milliseconds, and wakes when the owner Arms it.
 type Ticker struct {
 	period time.Duration
-	idle   bool // the loop sleeps, or is about to; guarded by the owner's mutex
+	idle   atomic.Bool // the loop sleeps, or is about to; set with the owner's lock held
 	wake   chan struct{}
 }
 
@@ -23,8 +24,9 @@ func NewTicker(period time.Duration) *Ticker {
 
 // Run calls tick every period, with mu held, until done is closed. tick
 // reports whether anything still needs timing; when nothing does, the loop
-// sleeps until Arm.
-func (t *Ticker) Run(mu *sync.Mutex, done <-chan struct{}, tick func() (busy bool)) {
+// sleeps until Arm. mu is usually a *sync.Mutex; an owner whose state is
+// guarded by several locks passes a Locker that takes them all.
+func (t *Ticker) Run(mu sync.Locker, done <-chan struct{}, tick func() (busy bool)) {
 	tk := time.NewTicker(t.period)
 	defer tk.Stop()
 	for {
@@ -35,7 +37,7 @@ func (t *Ticker) Run(mu *sync.Mutex, done <-chan struct{}, tick func() (busy boo
 		}
 		mu.Lock()
 		busy := tick()
-		t.idle = !busy
+		t.idle.Store(!busy)
 		mu.Unlock()
 		if busy {
 			continue
@@ -51,11 +53,12 @@ func (t *Ticker) Run(mu *sync.Mutex, done <-chan struct{}, tick func() (busy boo
 }
 
 // Arm wakes the loop if it sleeps: the owner has something to time again.
-// Call it with the mutex given to Run held, so that it cannot slip between
-// a tick finding nothing and the loop going to sleep.
+// Call it with the mutex given to Run held (or, when Run was given a
+// Locker of several locks, one of them), so that it cannot slip between a
+// tick finding nothing and the loop going to sleep. Several goroutines may
+// call it at once.
 func (t *Ticker) Arm() {
-	if t.idle {
-		t.idle = false
+	if t.idle.CompareAndSwap(true, false) {
 		select {
 		case t.wake <- struct{}{}:
 		default:
