@@ -171,7 +171,8 @@ func TestCollectorAndTranslatorWorkAsAPairAndSurviveACollectorRestart(t *testing
 
 func TestSeveralTranslatorsWriteIntoOneCollector(t *testing.T) {
 	cfg := smallConfig(t)
-	col, _ := startCmd(t, collectorReady, "collector", "--config", cfg, "--rdma", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	// Three read loops: the translators' QPs are spread over them.
+	col, _ := startCmd(t, collectorReady, "collector", "--config", cfg, "--rdma", "127.0.0.1:0", "--http", "127.0.0.1:0", "--read-loops", "3")
 	var trs []string
 	for range 3 {
 		tr, _ := startCmd(t, translatorReady, "translator", "--config", cfg, "--collector", col[1],
@@ -204,6 +205,21 @@ func TestSeveralTranslatorsWriteIntoOneCollector(t *testing.T) {
 		getJSON(t, col[2]+"/v1/stores/keyincrement/keyincrement?key=5", &c)
 		if c.Count != 6 {
 			return fmt.Errorf("shared counter %d, want 1+2+3", c.Count)
+		}
+		return nil
+	})
+	if n := metric(t, col[2], "", "dta_rdma_responder_read_loops"); n != 3 {
+		t.Errorf("dta_rdma_responder_read_loops = %v, want 3", n)
+	}
+	eventually(t, "the read loops' packets add up to the responder's", func() error {
+		total, sum := metric(t, col[2], "", "dta_rdma_responder_packets_total"), 0.0
+		for i := range 3 {
+			if v := metric(t, col[2], "", fmt.Sprintf(`dta_rdma_responder_loop_packets_total{loop="%d"}`, i)); v >= 0 {
+				sum += v
+			}
+		}
+		if total <= 0 || sum != total {
+			return fmt.Errorf("loops %v, responder %v", sum, total)
 		}
 		return nil
 	})

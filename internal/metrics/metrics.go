@@ -289,6 +289,7 @@ func (c Responder) list() counterList {
 		{desc("rdma_responder_reject_length_total", "Requests with a payload, pad or DMA length the message and path MTU forbid."), &s.RejectLength},
 		{desc("rdma_responder_reject_opcode_total", "Requests with an unsupported or out-of-sequence opcode."), &s.RejectOpcode},
 		{desc("rdma_responder_acks_total", "ACKs sent."), &s.ACKs},
+		{desc("rdma_responder_atomic_acks_total", "ATOMIC ACKs sent (one per atomic executed or replayed)."), &s.AtomicACKs},
 		{desc("rdma_responder_nak_sequence_total", "NAK PSN sequence error sent."), &s.NAKSequence},
 		{desc("rdma_responder_nak_invalid_request_total", "NAK invalid request sent."), &s.NAKInvalidRequest},
 		{desc("rdma_responder_nak_remote_access_total", "NAK remote access error sent."), &s.NAKRemoteAccess},
@@ -306,13 +307,23 @@ func (c Responder) list() counterList {
 func (c Responder) Describe(ch chan<- *prometheus.Desc) {
 	c.list().describe(ch)
 	ch <- rdmaQPs
+	ch <- rdmaLoops
+	ch <- rdmaLoopPackets
 }
 
-var rdmaQPs = desc("rdma_responder_qp_expected_psn", "Next request PSN each responder QP expects.", "qpn", "peer")
+var (
+	rdmaQPs         = desc("rdma_responder_qp_expected_psn", "Next request PSN each responder QP expects.", "qpn", "peer")
+	rdmaLoops       = desc("rdma_responder_read_loops", "Read loops (sockets of the SO_REUSEPORT group, goroutines) serving the responder's QPs (collector.read_loops).")
+	rdmaLoopPackets = desc("rdma_responder_loop_packets_total", "RoCEv2 packets each read loop received: how the socket group spreads the requesters.", "loop")
+)
 
 // Collect implements prometheus.Collector.
 func (c Responder) Collect(ch chan<- prometheus.Metric) {
 	c.list().collect(ch)
+	gauge(ch, rdmaLoops, float64(c.R.ReadLoops()))
+	for i, n := range c.R.ReadLoopPackets() {
+		counter(ch, rdmaLoopPackets, n, strconv.Itoa(i))
+	}
 	for _, qp := range c.R.QPs() {
 		gauge(ch, rdmaQPs, float64(qp.ExpectedPSN), strconv.FormatUint(uint64(qp.QPN), 10), qp.Peer.String())
 	}

@@ -123,6 +123,7 @@ type loop struct {
 	qps   map[uint32]*qp // the QPs this loop owns
 	dirty []*qp          // QPs with an ACK to send at the end of the batch
 	hot   hotStats
+	icrc  roce.ICRCCache // the prefixes of the ICRCs this loop checks and seals
 	pkt   roce.Packet
 	cm    roce.CM
 	cmOut roce.CM
@@ -604,7 +605,7 @@ func (r *Responder) timing() bool {
 // any response leaves: a locked add per packet would wait for the cache
 // miss of the write just placed, where plain stores overlap theirs.
 type hotStats struct {
-	packets, bytes, writes, writeBytes, atomics uint64
+	packets, bytes, writes, writeBytes, atomics, acks, atomicACKs uint64
 }
 
 // publish adds the hot counters to the stats. Called with l.mu held.
@@ -621,6 +622,12 @@ func (l *loop) publish() {
 	}
 	if h.atomics != 0 {
 		st.Atomics.Add(h.atomics)
+	}
+	if h.acks != 0 {
+		st.ACKs.Add(h.acks)
+	}
+	if h.atomicACKs != 0 {
+		st.AtomicACKs.Add(h.atomicACKs)
 	}
 	*h = hotStats{}
 }
@@ -670,7 +677,7 @@ func (l *loop) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 		}
 	}
 	env := roce.Envelope{Src: from.Addr(), Dst: dst, SrcPort: from.Port(), DstPort: r.local.Port()}
-	if err := env.VerifyICRC(b); err != nil {
+	if err := l.icrc.Verify(&env, b); err != nil {
 		if err == roce.ErrICRC {
 			st.BadICRC.Add(1)
 		} else {

@@ -208,9 +208,9 @@ func (l *loop) respond(q *qp, op roce.Opcode, syn roce.Syndrome, psn uint32, ori
 	switch syn {
 	case roce.ACKUnlimited:
 		if op == roce.OpAtomicACK {
-			st.AtomicACKs.Add(1)
+			l.hot.atomicACKs++ // published before the response leaves
 		} else {
-			st.ACKs.Add(1)
+			l.hot.acks++
 		}
 	case roce.NAKPSNSequenceError:
 		st.NAKSequence.Add(1)
@@ -227,7 +227,7 @@ func (l *loop) respond(q *qp, op roce.Opcode, syn roce.Syndrome, psn uint32, ori
 		AtomicAckETH: roce.AtomicAckETH{OrigData: orig},
 	}
 	b := pkt.AppendTo(l.tx.Buf())
-	if q.out.Seal(b) != nil {
+	if l.icrc.Seal(&q.out, b) != nil {
 		return
 	}
 	l.queue(&q.out, b, q.peer)

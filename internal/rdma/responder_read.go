@@ -101,7 +101,7 @@ func (l *loop) readRespond(q *qp, data []byte, psn uint32) {
 		lo := min(int(k)*q.pmtu, len(data))
 		pkt.Payload = data[lo:min(lo+q.pmtu, len(data))]
 		b := pkt.AppendTo(l.tx.Buf())
-		if q.out.Seal(b) != nil {
+		if l.icrc.Seal(&q.out, b) != nil {
 			return
 		}
 		r.stats.ReadResponses.Add(1)
