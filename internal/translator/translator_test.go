@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dta-go/dta/internal/primitive/keywrite"
+	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/internal/store/storetest"
 	"github.com/dta-go/dta/wire/dta"
@@ -378,5 +379,80 @@ func TestABatchedWorkerAllocatesNothing(t *testing.T) {
 		w.EndBatch()
 	}); a != 0 {
 		t.Errorf("%v allocations per batch", a)
+	}
+}
+
+func TestABatchedWorkerWritesABatchOfOneEntryDatagramsForAListTogether(t *testing.T) {
+	// Lists of 1024 entries: a ring large enough for whole batches to go
+	// together (appendlist.Spec.Window).
+	cfgs := storetest.Configs()
+	cfgs[3].Capacity = 1024
+	descs, err := store.DescribeAll(cfgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := region.DefaultConfig()
+	rc.HugePages = region.HugePagesOff
+	cat, err := store.Open(descs, rc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	tr, err := New(DefaultConfig(), cat.Descriptors(), cat, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := -1
+	for i, d := range cat.Descriptors() {
+		if d.Name == "append" {
+			idx = i
+		}
+	}
+	wr := tr.AppendWriter(idx)
+	if wr == nil {
+		t.Fatal("no Append store named append")
+	}
+	spec := *wr.Spec()
+	if spec.Window() <= uint64(spec.Batch) {
+		t.Fatalf("the test store's window %d does not exceed a batch (%d)", spec.Window(), spec.Batch)
+	}
+	st := wr.Stats()
+	w := tr.NewWorker()
+	w.DeferToBatch()
+	entry := func(list uint32, v uint32) []byte {
+		return append([]byte{0x02, 0, 0x00, 0, 0, 0, byte(list)}, be32(v)...)
+	}
+	n := 4 * spec.Batch
+	for i := range n {
+		w.Handle(entry(3, uint32(1000+i)), reporter, int64(i))
+	}
+	if e := st.Entries.Load(); e != 0 {
+		t.Errorf("%d entries reached the writer before the batch ended", e)
+	}
+	w.EndBatch()
+	if e, b, h := st.Entries.Load(), st.Batches.Load(), st.HeaderWrites.Load(); e != uint64(n) || b != 4 || h != 1 {
+		t.Errorf("after EndBatch: %d entries in %d batches under %d heads, want %d in 4 under 1", e, b, h, n)
+	}
+	res, err := cat.Stores()[idx].Append.Poll(3, 0, n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Count != n {
+		t.Fatalf("polled %d entries, want %d", res.Count, n)
+	}
+	for i := range n {
+		if v := binary.BigEndian.Uint32(res.Data[i*4:]); v != uint32(1000+i) {
+			t.Fatalf("entry %d = %d, want %d", i, v, 1000+i)
+		}
+	}
+	// A datagram the reporter may resend is written (its batch filled) and
+	// counted before its ACK.
+	before := st.Entries.Load()
+	rt := append([]byte{0x02, 7, byte(dta.FlagRetransmit), 0, 0, 0, 3}, be32(5)...)
+	if ack := w.Handle(rt, reporter, 1); ack == nil {
+		t.Fatal("no ACK")
+	}
+	if e := st.Entries.Load(); e != before+1 {
+		t.Errorf("a retransmittable Append entry was ACKed before it reached the writer (%d entries, want %d)", e, before+1)
 	}
 }

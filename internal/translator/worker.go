@@ -85,6 +85,7 @@ type appendRun struct {
 	list    uint32
 	imm     bool
 	n       int
+	now     int64  // arrival of the run's first entry, ns
 	entries []byte // n entries back to back; capacity maxRunBytes
 }
 
@@ -167,10 +168,12 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 			}
 		}
 	}
-	w.flushRun()
 	if !w.batched || h.Retransmit() {
 		// A datagram the reporter may resend is applied before it is
-		// acknowledged; in a batch, the rest waits for EndBatch.
+		// acknowledged; in a batch, the rest (Append runs included, so
+		// that one-report datagrams' entries for one list reach the
+		// writer together) waits for EndBatch.
+		w.flushRun()
 		w.flushPending()
 		if w.push != nil {
 			w.push.Push()
@@ -200,6 +203,9 @@ func (w *Worker) datagramDone() {
 // sink call applies a whole batch's (the store prefetches their slots
 // together, and one-report datagrams no longer pay a sink call and its
 // counter updates each), and the counts are published once per batch.
+// Append entries for one list wait the same way, so that one-report
+// datagrams' entries reach the writer as one run (whole batches written
+// together, appendlist.Writer.AddEntries).
 // Datagrams the reporter may resend are still applied before their ACK.
 func (w *Worker) DeferToBatch() { w.batched = true }
 
@@ -207,6 +213,13 @@ func (w *Worker) DeferToBatch() { w.batched = true }
 // if the sink defers, and publishes the batch's counts. Without
 // DeferToBatch there is nothing left to do but it is harmless.
 func (w *Worker) EndBatch() {
+	if w.run.n > 0 {
+		w.flushRun()
+		// The run's entries reach the writer only now: wake the ticker,
+		// which may have found nothing held since the datagram woke it,
+		// for the partial batch they may leave.
+		w.t.woken()
+	}
 	w.flushPending()
 	if w.push != nil {
 		w.push.Push()
@@ -234,8 +247,8 @@ func (w *Worker) AddReport(r *dta.Report) {
 // EndAdapted ends the datagram BeginAdapted started: what it collected is
 // applied, and the counts published (after DeferToBatch: at EndBatch).
 func (w *Worker) EndAdapted() {
-	w.flushRun()
 	if !w.batched {
+		w.flushRun()
 		w.flushPending()
 		if w.push != nil {
 			w.push.Push()
@@ -315,7 +328,7 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 			w.flushRun()
 		}
 		if run.n == 0 {
-			run.store, run.list, run.imm = idx, r.List, imm
+			run.store, run.list, run.imm, run.now = idx, r.List, imm, now
 		}
 		run.entries = append(run.entries, r.Value...)
 		run.n++
@@ -346,7 +359,7 @@ func (w *Worker) flushRun() {
 	if run.n == 0 {
 		return
 	}
-	refused, err := w.t.writers[run.store].AddEntries(run.list, run.entries, run.imm, w.dgNow, w.batch, w.sink)
+	refused, err := w.t.writers[run.store].AddEntries(run.list, run.entries, run.imm, run.now, w.batch, w.sink)
 	run.n, run.entries = 0, run.entries[:0]
 	if refused > 0 {
 		w.applied[dta.Append] -= uint64(refused)
