@@ -118,8 +118,8 @@ func responderSummary(results []Result, primitive, mode string) string {
 		return ""
 	}
 	q := dta.Remote
-	line := fmt.Sprintf("  %s %s responder: %.3f CPU s/M rep, %.2f M pkts/CPU s (goal >= %.0f)",
-		primitive, mode, q.ResponderCPUPerMillion, q.ResponderPacketsPerCPUSecond/1e6, goalPacketsPerCPUSecond/1e6)
+	line := fmt.Sprintf("  %s %s responder: %.3f CPU s/M rep, %.2f M pkts/CPU s (goal >= %.0f), %.1f pkts per receive call",
+		primitive, mode, q.ResponderCPUPerMillion, q.ResponderPacketsPerCPUSecond/1e6, goalPacketsPerCPUSecond/1e6, q.ResponderPacketsPerRead)
 	if base != nil && base.CPUPerMillion > 0 {
 		rb := q.ResponderCPUPerMillion / base.CPUPerMillion
 		verdict := "met"

@@ -110,6 +110,7 @@ func (s *roceSink) Stats() SinkStats {
 	st.Applied = r.Writes.Load() + atomics
 	st.AppliedBytes = r.WriteBytes.Load() + 8*atomics
 	st.RemoteCPU = threadCPU(int(s.tid.Load()))
+	st.RemotePackets, st.RemoteReads = r.Packets.Load(), r.Batches.Load()
 	return st
 }
 

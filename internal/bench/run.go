@@ -96,6 +96,10 @@ type RemoteResult struct {
 	// (first transmissions) per second of the responder's CPU: what the
 	// responder takes in per CPU second.
 	ResponderPacketsPerCPUSecond float64 `json:"responder_packets_per_cpu_s"`
+	// ResponderPacketsPerRead is the packets the responder took in per
+	// receive call that returned some, in the window: low when it waits for
+	// the translator and each wake-up finds a few.
+	ResponderPacketsPerRead float64 `json:"responder_packets_per_read"`
 
 	OpsSent     uint64 `json:"rdma_ops_sent"`
 	OpsApplied  uint64 `json:"rdma_ops_applied"`        // executed by the responder, after the drain
@@ -657,6 +661,9 @@ func remoteResult(s0, s1 snapshot, final SinkStats, cpu time.Duration, stWin, st
 	}
 	if seconds > 0 {
 		r.ResponderOpsPerSec = float64(d1.Applied-d0.Applied) / seconds
+	}
+	if reads := d1.RemoteReads - d0.RemoteReads; reads > 0 {
+		r.ResponderPacketsPerRead = float64(d1.RemotePackets-d0.RemotePackets) / float64(reads)
 	}
 	if resp > 0 {
 		r.ResponderPacketsPerCPUSecond = float64(d1.Packets-d0.Packets) / resp.Seconds()

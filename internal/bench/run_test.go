@@ -343,6 +343,9 @@ func TestRunOverRoCE(t *testing.T) {
 			if rr.ResponderCPUSeconds <= 0 || rr.TranslatorCPUSeconds <= 0 || rr.ResponderCPUSeconds >= r.CPUSeconds {
 				t.Errorf("CPU: responder %.4f s, translator %.4f s, both %.4f s", rr.ResponderCPUSeconds, rr.TranslatorCPUSeconds, r.CPUSeconds)
 			}
+			if rr.ResponderPacketsPerRead < 1 {
+				t.Errorf("%.2f packets per responder receive call, want at least 1", rr.ResponderPacketsPerRead)
+			}
 			switch p {
 			case dta.KeyWrite:
 				// Every op is one 8-byte WRITE (4-byte value and checksum)

@@ -32,4 +32,7 @@ type SinkStats struct {
 	Applied      uint64        // ops applied to the stores (RoCE: executed by the responder)
 	AppliedBytes uint64        // bytes they wrote (8 per fetch-and-add)
 	RemoteCPU    time.Duration // CPU time of the remote side (RoCE: the responder's receive thread)
+	// RemotePackets and RemoteReads are the packets the remote side took in
+	// and the receive calls that returned them (RoCE: the responder's).
+	RemotePackets, RemoteReads uint64
 }
