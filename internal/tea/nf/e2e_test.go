@@ -199,6 +199,13 @@ func TestNATTranslatesRealPacketsBetweenNamespacesUntilItsEntryIsDeleted(t *test
 				}
 			}
 			st := n.Stats()
+			// The NF counts a packet after sending it on: the last reply can
+			// reach the client a moment before its count.
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				if st.Translated[nf.Outbound].Load() >= rounds && st.Translated[nf.Inbound].Load() >= rounds {
+					break
+				}
+			}
 			if got := st.Translated[nf.Outbound].Load(); got != rounds {
 				t.Errorf("%d packets translated outbound, want %d", got, rounds)
 			}
