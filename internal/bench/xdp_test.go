@@ -15,7 +15,11 @@ import (
 	"github.com/dta-go/dta/wire/dta"
 )
 
-func TestRunXDPMeasuresBothTransportsInOneRun(t *testing.T) {
+// xdpTestConfig skips a test that needs a veth pair where it cannot have
+// one (outside CI: without root or iproute2; -short) and returns a short,
+// small bench configuration.
+func xdpTestConfig(t *testing.T) Config {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("sets up a veth pair and runs the pipeline")
 	}
@@ -29,6 +33,11 @@ func TestRunXDPMeasuresBothTransportsInOneRun(t *testing.T) {
 	cfg.Duration, cfg.Warmup = 300*time.Millisecond, 100*time.Millisecond
 	cfg.Keys, cfg.Pool, cfg.Memory = 1<<12, 1<<12, 8<<20
 	cfg.Region.Prefault = false
+	return cfg
+}
+
+func TestRunXDPMeasuresBothTransportsInOneRun(t *testing.T) {
+	cfg := xdpTestConfig(t)
 	rep, err := RunXDP(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -60,19 +69,7 @@ func TestRunXDPMeasuresBothTransportsInOneRun(t *testing.T) {
 }
 
 func TestRunXDPQueuesSpreadsFlowsOverEveryQueue(t *testing.T) {
-	if testing.Short() {
-		t.Skip("sets up a veth pair and runs the pipeline")
-	}
-	if _, err := exec.LookPath("ip"); os.Geteuid() != 0 || err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the AF_XDP bench test needs root and iproute2 in CI")
-		}
-		t.Skip("needs root and iproute2")
-	}
-	cfg := DefaultConfig()
-	cfg.Duration, cfg.Warmup = 300*time.Millisecond, 100*time.Millisecond
-	cfg.Keys, cfg.Pool, cfg.Memory = 1<<12, 1<<12, 8<<20
-	cfg.Region.Prefault = false
+	cfg := xdpTestConfig(t)
 	rep, err := RunXDPQueues(context.Background(), cfg, 2)
 	if err != nil {
 		t.Fatal(err)

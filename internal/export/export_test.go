@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/internal/store/storetest"
 	"github.com/dta-go/dta/internal/translator"
 	"github.com/dta-go/dta/wire/dta"
 )
@@ -45,17 +45,7 @@ func newFixture(t testing.TB, lists uint32, capacity uint64, opts ...kfake.Opt) 
 		{Name: "postcard", ID: 3, Primitive: "postcard", Default: true, Chunks: 256, Hops: 5, Redundancy: 2},
 		{Name: "append", ID: 4, Primitive: "append", Default: true, Lists: lists, Capacity: capacity, EntrySize: 4, Batch: 4},
 	}
-	descs, err := store.DescribeAll(cfgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := region.DefaultConfig()
-	rc.HugePages = region.HugePagesOff
-	cat, err := store.Open(descs, rc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cat.Close() })
+	cat := storetest.OpenConfigs(t, cfgs)
 	tc := translator.DefaultConfig()
 	tc.AppendFlushDelay = time.Millisecond
 	tr, err := translator.New(tc, cat.Descriptors(), cat, nil)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/dta-go/dta/internal/memop"
 	"github.com/dta-go/dta/internal/primitive/postcard"
-	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/internal/store/storetest"
 	"github.com/dta-go/dta/internal/translator/rule"
@@ -29,17 +28,7 @@ func ruleCatalog(t testing.TB) *store.Catalog {
 		store.Config{Name: "hits", ID: 21, Primitive: "append", Lists: 4, Capacity: 1024, EntrySize: 22, Batch: 4},
 		store.Config{Name: "counts", ID: 11, Primitive: "keyincrement", Slots: 4096, Redundancy: 2},
 	)
-	descs, err := store.DescribeAll(cfgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := region.DefaultConfig()
-	rc.HugePages = region.HugePagesOff
-	cat, err := store.Open(descs, rc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cat.Close() })
+	cat := storetest.OpenConfigs(t, cfgs)
 	return cat
 }
 

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/dta-go/dta/internal/primitive/keywrite"
-	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/internal/store/storetest"
 	"github.com/dta-go/dta/wire/dta"
@@ -387,17 +386,7 @@ func TestABatchedWorkerWritesABatchOfOneEntryDatagramsForAListTogether(t *testin
 	// together (appendlist.Spec.Window).
 	cfgs := storetest.Configs()
 	cfgs[3].Capacity = 1024
-	descs, err := store.DescribeAll(cfgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := region.DefaultConfig()
-	rc.HugePages = region.HugePagesOff
-	cat, err := store.Open(descs, rc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cat.Close() })
+	cat := storetest.OpenConfigs(t, cfgs)
 	tr, err := New(DefaultConfig(), cat.Descriptors(), cat, nil)
 	if err != nil {
 		t.Fatal(err)

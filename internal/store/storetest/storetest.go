@@ -23,9 +23,14 @@ func Configs() []store.Config {
 
 // Open opens the stores of Configs on 4 KiB pages and closes them when the
 // test ends.
-func Open(t testing.TB) *store.Catalog {
+func Open(t testing.TB) *store.Catalog { return OpenConfigs(t, Configs()) }
+
+// OpenConfigs opens the stores of cfgs (Configs changed, or stores of its
+// own, to fit a test) on
+// 4 KiB pages and closes them when the test ends.
+func OpenConfigs(t testing.TB, cfgs []store.Config) *store.Catalog {
 	t.Helper()
-	descs, err := store.DescribeAll(Configs())
+	descs, err := store.DescribeAll(cfgs)
 	if err != nil {
 		t.Fatal(err)
 	}
