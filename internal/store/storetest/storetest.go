@@ -25,9 +25,8 @@ func Configs() []store.Config {
 // test ends.
 func Open(t testing.TB) *store.Catalog { return OpenConfigs(t, Configs()) }
 
-// OpenConfigs opens the stores of cfgs (Configs changed, or stores of its
-// own, to fit a test) on
-// 4 KiB pages and closes them when the test ends.
+// OpenConfigs opens the stores of cfgs (Configs changed, or a test's own
+// stores) on 4 KiB pages and closes them when the test ends.
 func OpenConfigs(t testing.TB, cfgs []store.Config) *store.Catalog {
 	t.Helper()
 	descs, err := store.DescribeAll(cfgs)
