@@ -71,9 +71,10 @@ func TestRunMeasuresEveryCollector(t *testing.T) {
 			// Memory ops per report, as bounds: ops and reports are two counters
 			// read one after the other while the last datagrams are still being
 			// applied, so an exact N (2) can read a little above or below.
-			// Append: the whole batches of a datagram's run of one list share
-			// one write and one head (appendlist.Spec.Window), well below the
-			// 2 ops per batch of 16 (0.125) of a write and a head each.
+			// Append: the whole batches a receive batch holds for one list
+			// share one write and one head (appendlist.Spec.Window, and a run
+			// per list in the translator's worker), well below the 2 ops per
+			// batch of 16 (0.125) of a write and a head each.
 			want := map[dta.Primitive][2]float64{
 				dta.KeyWrite: {1.95, 2.05}, dta.KeyIncrement: {1.95, 2.05}, dta.Postcard: {0.3, 0.5}, dta.Append: {0.02, 0.1},
 			}[p]

@@ -445,3 +445,68 @@ func TestABatchedWorkerWritesABatchOfOneEntryDatagramsForAListTogether(t *testin
 		t.Errorf("a retransmittable Append entry was ACKed before it reached the writer (%d entries, want %d)", e, before+1)
 	}
 }
+
+func TestABatchedWorkerGathersEachListsEntriesWhenListsInterleave(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		lists     int
+		batches   int    // batches of entries per list
+		wantHeads uint64 // 0: not checked (more lists than runs: some are written early)
+	}{
+		{"two lists, one entry at a time", 2, 4, 2},
+		{"sixteen lists", maxRuns, 2, maxRuns},
+		{"more lists than runs", 2*maxRuns + 3, 2, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfgs := storetest.Configs()
+			cfgs[3].Lists, cfgs[3].Capacity = uint32(c.lists), 1024
+			cat := storetest.OpenConfigs(t, cfgs)
+			tr, err := New(DefaultConfig(), cat.Descriptors(), cat, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			idx := -1
+			for i, d := range cat.Descriptors() {
+				if d.Name == "append" {
+					idx = i
+				}
+			}
+			wr := tr.AppendWriter(idx)
+			spec := *wr.Spec()
+			st := wr.Stats()
+			w := tr.NewWorker()
+			w.DeferToBatch()
+			per := c.batches * spec.Batch
+			// Round robin over the lists, one entry per one-report datagram:
+			// no two neighbours name the same list.
+			for i := range per {
+				for l := range c.lists {
+					dg := append([]byte{0x02, 0, 0x00, 0, 0, 0, byte(l)}, be32(uint32(l<<16|i))...)
+					w.Handle(dg, reporter, int64(i))
+				}
+			}
+			w.EndBatch()
+			total := uint64(c.lists * per)
+			if e := st.Entries.Load(); e != total {
+				t.Fatalf("%d entries written, want %d", e, total)
+			}
+			if h := st.HeaderWrites.Load(); c.wantHeads != 0 && h != c.wantHeads {
+				t.Errorf("%d head writes for %d lists: each list's entries were not written together", h, c.lists)
+			}
+			for l := range c.lists {
+				res, err := cat.Stores()[idx].Append.Poll(uint32(l), 0, per, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Count != per {
+					t.Fatalf("list %d: polled %d entries, want %d", l, res.Count, per)
+				}
+				for i := range per {
+					if v := binary.BigEndian.Uint32(res.Data[i*4:]); v != uint32(l<<16|i) {
+						t.Fatalf("list %d entry %d = %#x, want %#x: entries out of order or in another list", l, i, v, l<<16|i)
+					}
+				}
+			}
+		})
+	}
+}

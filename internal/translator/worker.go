@@ -44,7 +44,14 @@ type Worker struct {
 	dgFrom    netip.AddrPort // the datagram being handled: its reporter and arrival, for logs
 	dgNow     int64
 
-	run appendRun
+	// Append entries waiting to be added, one run per list (the lists the
+	// batch's reports named last, at most maxRuns), so that a list's
+	// entries go to the writer together even when reports of several lists
+	// interleave, as a switch's per-list batch registers gather them.
+	runs    [maxRuns]appendRun
+	nRuns   int // runs[:nRuns] are keyed to a list (some may be empty)
+	lastRun int // the run the last entry went to
+	victim  int // the run the next list that finds none open replaces
 
 	// sink is what the worker applies ops through: the translator's sink, or,
 	// when that sink can defer its sends (memop.Deferrer, the RoCEv2
@@ -80,6 +87,7 @@ type deferring struct{ d memop.Deferrer }
 func (s deferring) Apply(ops []memop.Op) error { return s.d.ApplyDeferred(ops) }
 
 // appendRun is a run of Append entries for one list, waiting to be added.
+// Its buffer is allocated the first time the worker uses the run.
 type appendRun struct {
 	store   uint16
 	list    uint32
@@ -93,6 +101,7 @@ type appendRun struct {
 const (
 	maxPendingOps = 512     // stateless ops collected before they are applied
 	maxRunBytes   = 4 << 10 // Append entries collected for one list
+	maxRuns       = 16      // lists whose Append entries are collected at once
 )
 
 // NewWorker returns a worker bound to t.
@@ -102,7 +111,6 @@ func (t *Translator) NewWorker() *Worker {
 		dec:     dta.Decoder{Legacy: t.cfg.LegacyHeader},
 		batch:   memop.NewBatch(64, 32<<10),
 		pending: memop.NewBatch(maxPendingOps+dta.MaxRedundancy, (maxPendingOps+dta.MaxRedundancy)*8),
-		run:     appendRun{entries: make([]byte, 0, maxRunBytes)},
 		sink:    t.sink,
 	}
 	if d, ok := t.sink.(memop.Deferrer); ok {
@@ -173,7 +181,7 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 		// acknowledged; in a batch, the rest (Append runs included, so
 		// that one-report datagrams' entries for one list reach the
 		// writer together) waits for EndBatch.
-		w.flushRun()
+		w.flushRuns()
 		w.flushPending()
 		if w.push != nil {
 			w.push.Push()
@@ -203,9 +211,10 @@ func (w *Worker) datagramDone() {
 // sink call applies a whole batch's (the store prefetches their slots
 // together, and one-report datagrams no longer pay a sink call and its
 // counter updates each), and the counts are published once per batch.
-// Append entries for one list wait the same way, so that one-report
-// datagrams' entries reach the writer as one run (whole batches written
-// together, appendlist.Writer.AddEntries).
+// Append entries wait the same way, in a run per list (up to maxRuns lists
+// at once), so that a list's entries from one-report datagrams, or from
+// datagrams whose reports interleave lists, reach the writer as one run
+// (whole batches written together, appendlist.Writer.AddEntries).
 // Datagrams the reporter may resend are still applied before their ACK.
 func (w *Worker) DeferToBatch() { w.batched = true }
 
@@ -213,11 +222,10 @@ func (w *Worker) DeferToBatch() { w.batched = true }
 // if the sink defers, and publishes the batch's counts. Without
 // DeferToBatch there is nothing left to do but it is harmless.
 func (w *Worker) EndBatch() {
-	if w.run.n > 0 {
-		w.flushRun()
-		// The run's entries reach the writer only now: wake the ticker,
+	if w.flushRuns() {
+		// The runs' entries reach the writers only now: wake the ticker,
 		// which may have found nothing held since the datagram woke it,
-		// for the partial batch they may leave.
+		// for the partial batches they may leave.
 		w.t.woken()
 	}
 	w.flushPending()
@@ -248,7 +256,7 @@ func (w *Worker) AddReport(r *dta.Report) {
 // applied, and the counts published (after DeferToBatch: at EndBatch).
 func (w *Worker) EndAdapted() {
 	if !w.batched {
-		w.flushRun()
+		w.flushRuns()
 		w.flushPending()
 		if w.push != nil {
 			w.push.Push()
@@ -323,12 +331,12 @@ func (w *Worker) translate(r *dta.Report, imm bool, now int64) error {
 			return appendlist.ErrEntrySize
 		}
 		w.mayHold = true
-		run := &w.run
-		if run.n > 0 && (run.store != idx || run.list != r.List || run.imm != imm || len(run.entries)+len(r.Value) > cap(run.entries)) {
-			w.flushRun()
+		run := w.runFor(idx, r.List)
+		if run.n > 0 && (run.imm != imm || len(run.entries)+len(r.Value) > cap(run.entries)) {
+			w.flushRun(run)
 		}
 		if run.n == 0 {
-			run.store, run.list, run.imm, run.now = idx, r.List, imm, now
+			run.imm, run.now = imm, now
 		}
 		run.entries = append(run.entries, r.Value...)
 		run.n++
@@ -352,10 +360,54 @@ func hashKey(alg hashing.Algorithm, r *dta.Report) hashing.Keyed {
 	return alg.Key32(r.Key32())
 }
 
-// flushRun adds the waiting run of Append entries to its list. A batch write
+// runFor returns the run that collects the Append entries of list in store
+// idx. A list without one gets the next free run or, when maxRuns are in
+// use, takes one over in turn, whose entries are added to their list first.
+// One list never has two runs, so its entries keep their order.
+func (w *Worker) runFor(idx uint16, list uint32) *appendRun {
+	if w.nRuns > 0 {
+		if run := &w.runs[w.lastRun]; run.store == idx && run.list == list {
+			return run
+		}
+		for i := range w.nRuns {
+			if run := &w.runs[i]; run.store == idx && run.list == list {
+				w.lastRun = i
+				return run
+			}
+		}
+	}
+	i := w.nRuns
+	if i < maxRuns {
+		w.nRuns++
+	} else {
+		i, w.victim = w.victim, (w.victim+1)%maxRuns
+		w.flushRun(&w.runs[i])
+	}
+	run := &w.runs[i]
+	if run.entries == nil {
+		run.entries = make([]byte, 0, maxRunBytes)
+	}
+	run.store, run.list, w.lastRun = idx, list, i
+	return run
+}
+
+// flushRuns adds every waiting run to its list and reports whether any
+// entry was waiting.
+func (w *Worker) flushRuns() bool {
+	any := false
+	for i := range w.nRuns {
+		if w.runs[i].n > 0 {
+			any = true
+			w.flushRun(&w.runs[i])
+		}
+	}
+	w.nRuns, w.lastRun, w.victim = 0, 0, 0
+	return any
+}
+
+// flushRun adds a waiting run of Append entries to its list. A batch write
 // the sink refuses drops one report (reason sink), as Writer.Add would.
-func (w *Worker) flushRun() {
-	run := &w.run
+func (w *Worker) flushRun(run *appendRun) {
 	if run.n == 0 {
 		return
 	}
