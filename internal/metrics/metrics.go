@@ -269,7 +269,10 @@ func (c Responder) list() counterList {
 	s := c.R.Stats()
 	return counterList{
 		{desc("rdma_responder_packets_total", "RoCEv2 packets received (each packet of a coalesced datagram counts)."), &s.Packets},
+		{desc("rdma_responder_bytes_total", "UDP payload bytes of the RoCEv2 packets received."), &s.Bytes},
+		{desc("rdma_responder_receive_batches_total", "Receive calls that returned datagrams (packets / batches is the mean batch)."), &s.Batches},
 		{desc("rdma_responder_coalesced_total", "Datagrams received that held several RoCEv2 packets (UDP GRO of a requester's GSO run on loopback)."), &s.Coalesced},
+		{desc("rdma_responder_truncated_total", "Datagrams (or coalesced packets) longer than the largest RoCEv2 packet, dropped."), &s.Truncated},
 		{desc("rdma_responder_bad_icrc_total", "RoCEv2 packets dropped for a wrong ICRC."), &s.BadICRC},
 		{desc("rdma_responder_malformed_total", "RoCEv2 packets dropped as undecodable."), &s.Malformed},
 		{desc("rdma_responder_unknown_qp_total", "RoCEv2 packets for no connected QP."), &s.UnknownQP},
@@ -282,6 +285,8 @@ func (c Responder) list() counterList {
 		{desc("rdma_responder_write_bytes_total", "Bytes placed by RDMA WRITEs."), &s.WriteBytes},
 		{desc("rdma_responder_atomics_total", "Atomics executed."), &s.Atomics},
 		{desc("rdma_responder_atomic_replays_total", "Duplicate atomics answered from the saved value."), &s.AtomicReplays},
+		{desc("rdma_responder_atomic_replay_misses_total", "Duplicate atomics no longer in the saved history, dropped."), &s.AtomicReplayMisses},
+		{desc("rdma_responder_immediates_total", "Immediates of WRITE with immediate delivered to the collector."), &s.Immediates},
 		{desc("rdma_responder_reads_total", "RDMA READ requests executed (first time)."), &s.Reads},
 		{desc("rdma_responder_read_bytes_total", "Bytes returned by RDMA READs."), &s.ReadBytes},
 		{desc("rdma_responder_read_replays_total", "Duplicate READ requests executed again."), &s.ReadReplays},
@@ -293,13 +298,25 @@ func (c Responder) list() counterList {
 		{desc("rdma_responder_nak_sequence_total", "NAK PSN sequence error sent."), &s.NAKSequence},
 		{desc("rdma_responder_nak_invalid_request_total", "NAK invalid request sent."), &s.NAKInvalidRequest},
 		{desc("rdma_responder_nak_remote_access_total", "NAK remote access error sent."), &s.NAKRemoteAccess},
+		{desc("rdma_responder_nak_remote_operational_total", "NAK remote operational error sent."), &s.NAKRemoteOperational},
 		{desc("rdma_responder_reject_rkey_total", "Requests with an unknown R_Key."), &s.RejectRKey},
 		{desc("rdma_responder_reject_bounds_total", "Requests outside their memory region."), &s.RejectBounds},
 		{desc("rdma_responder_reject_rights_total", "Requests the memory region's access rights forbid."), &s.RejectRights},
 		{desc("rdma_responder_reject_misaligned_total", "Atomics not 8-byte aligned."), &s.RejectMisaligned},
 		{desc("rdma_responder_cm_requests_total", "CM connection requests received."), &s.CMRequests},
+		{desc("rdma_responder_cm_duplicate_requests_total", "Retransmitted CM REQs, answered with the saved REP."), &s.CMDuplicateRequests},
+		{desc("rdma_responder_cm_replies_total", "CM REPs sent (first time)."), &s.CMReplies},
 		{desc("rdma_responder_cm_established_total", "Connections established."), &s.CMReadyToUse},
 		{desc("rdma_responder_cm_disconnects_total", "Disconnect requests received."), &s.CMDisconnects},
+		{desc("rdma_responder_cm_reject_service_total", "CM REJ invalid service ID sent."), &s.CMRejectService},
+		{desc("rdma_responder_cm_reject_resources_total", "CM REJ no resources (QP table full) sent."), &s.CMRejectResources},
+		{desc("rdma_responder_cm_reject_invalid_total", "CM REJ for another bad REQ field (MTU, transport) sent."), &s.CMRejectInvalid},
+		{desc("rdma_responder_cm_dropped_total", "MADs ignored: not CM, bad Q_Key, unknown connection."), &s.CMDropped},
+		{desc("rdma_responder_qps_reclaimed_total", "Idle QPs dropped for a new REQ, or replaced by a REQ from the same address."), &s.QPsReclaimed},
+		{desc("rdma_responder_qps_timed_out_total", "Half-open QPs and unanswered advertisements given up."), &s.QPsTimedOut},
+		{desc("rdma_responder_advertisement_retransmits_total", "Store advertisement packets resent."), &s.AdvertisementRetransmits},
+		{desc("rdma_responder_send_errors_total", "Datagrams the kernel refused to send."), &s.SendErrors},
+		{desc("rdma_responder_read_errors_total", "Failed receive calls."), &s.ReadErrors},
 	}
 }
 
@@ -307,12 +324,14 @@ func (c Responder) list() counterList {
 func (c Responder) Describe(ch chan<- *prometheus.Desc) {
 	c.list().describe(ch)
 	ch <- rdmaQPs
+	ch <- rdmaQPCount
 	ch <- rdmaLoops
 	ch <- rdmaLoopPackets
 }
 
 var (
 	rdmaQPs         = desc("rdma_responder_qp_expected_psn", "Next request PSN each responder QP expects.", "qpn", "peer")
+	rdmaQPCount     = desc("rdma_responder_qps", "QPs in the responder's table now, half-open included.")
 	rdmaLoops       = desc("rdma_responder_read_loops", "Read loops (sockets of the SO_REUSEPORT group, goroutines) serving the responder's QPs (collector.read_loops).")
 	rdmaLoopPackets = desc("rdma_responder_loop_packets_total", "RoCEv2 packets each read loop received: how the socket group spreads the requesters.", "loop")
 )
@@ -321,6 +340,7 @@ var (
 func (c Responder) Collect(ch chan<- prometheus.Metric) {
 	c.list().collect(ch)
 	gauge(ch, rdmaLoops, float64(c.R.ReadLoops()))
+	gauge(ch, rdmaQPCount, float64(c.R.Stats().QPs.Load()))
 	for i, n := range c.R.ReadLoopPackets() {
 		counter(ch, rdmaLoopPackets, n, strconv.Itoa(i))
 	}
@@ -337,18 +357,36 @@ func (c Requester) list() counterList {
 	return counterList{
 		{desc("rdma_requester_writes_total", "RDMA WRITE ops sent."), &s.Writes},
 		{desc("rdma_requester_fetch_adds_total", "FETCH_ADD ops sent."), &s.FetchAdds},
+		{desc("rdma_requester_write_imms_total", "RDMA WRITE with immediate ops sent."), &s.WriteImms},
+		{desc("rdma_requester_compare_swaps_total", "COMPARE_SWAP ops sent."), &s.CompareSwaps},
+		{desc("rdma_requester_reads_total", "RDMA READ ops sent."), &s.Reads},
 		{desc("rdma_requester_refused_total", "Ops refused before sending (unknown target, out of range, misaligned)."), &s.Refused},
 		{desc("rdma_requester_packets_total", "RoCEv2 packets sent (first transmission)."), &s.Packets},
 		{desc("rdma_requester_bytes_total", "RoCEv2 bytes sent (first transmission)."), &s.Bytes},
 		{desc("rdma_requester_retransmits_total", "Packets resent (go-back-N)."), &s.Retransmits},
 		{desc("rdma_requester_timeouts_total", "ACK timeouts."), &s.Timeouts},
-		{desc("rdma_requester_window_full_total", "Times Apply waited for the send window."), &s.WindowFull},
+		{desc("rdma_requester_window_full_total", "Times Apply waited for the send window or the limit of atomics in flight."), &s.WindowFull},
+		{desc("rdma_requester_rate_waits_total", "Times Apply waited for the rate limiter."), &s.RateWaits},
+		{desc("rdma_requester_acks_total", "ACKs received."), &s.ACKs},
+		{desc("rdma_requester_atomic_acks_total", "ATOMIC ACKs received."), &s.AtomicACKs},
+		{desc("rdma_requester_atomics_lost_total", "Atomics resent to fetch a result whose ATOMIC ACK was missing (lost or reordered ATOMIC ACKs)."), &s.AtomicsLost},
+		{desc("rdma_requester_read_responses_total", "READ Response packets accepted."), &s.ReadResponses},
+		{desc("rdma_requester_read_bytes_total", "Bytes of completed READs."), &s.ReadBytes},
+		{desc("rdma_requester_read_duplicates_total", "READ Response packets already received (replays of a resent READ), ignored."), &s.ReadDuplicates},
+		{desc("rdma_requester_reads_lost_total", "READs resent because a response was missing."), &s.ReadsLost},
 		{desc("rdma_requester_nak_sequence_total", "NAK PSN sequence error received."), &s.NAKSequence},
+		{desc("rdma_requester_nak_invalid_request_total", "NAK invalid request received."), &s.NAKInvalidRequest},
 		{desc("rdma_requester_nak_remote_access_total", "NAK remote access error received."), &s.NAKRemoteAccess},
+		{desc("rdma_requester_nak_remote_operational_total", "NAK remote operational error received."), &s.NAKRemoteOperational},
+		{desc("rdma_requester_rnr_naks_total", "RNR NAKs received."), &s.RNRNAKs},
 		{desc("rdma_requester_ops_failed_total", "Ops the responder refused, dropped."), &s.OpsFailed},
 		{desc("rdma_requester_ops_lost_total", "Packets unacknowledged when a connection went down."), &s.OpsLost},
 		{desc("rdma_requester_connects_total", "Connections established."), &s.Connects},
 		{desc("rdma_requester_reconnects_total", "Connections lost."), &s.Reconnect},
+		{desc("rdma_requester_bad_icrc_total", "Received packets with a wrong ICRC."), &s.BadICRC},
+		{desc("rdma_requester_stray_total", "Received packets from another address, for another QP, or undecodable."), &s.Stray},
+		{desc("rdma_requester_send_errors_total", "Datagrams the kernel refused to send."), &s.SendErrors},
+		{desc("rdma_requester_read_errors_total", "Failed receive calls."), &s.ReadErrors},
 	}
 }
 
