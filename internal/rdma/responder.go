@@ -125,6 +125,7 @@ type loop struct {
 	hot   hotStats
 	icrc  roce.ICRCCache // the prefixes of the ICRCs this loop checks and seals
 	pkt   roce.Packet
+	env   roce.Envelope // the packet being handled's (handle); other fields stay zero
 	cm    roce.CM
 	cmOut roce.CM
 	mad   []byte
@@ -676,8 +677,12 @@ func (l *loop) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 			return
 		}
 	}
-	env := roce.Envelope{Src: from.Addr(), Dst: dst, SrcPort: from.Port(), DstPort: r.local.Port()}
-	if err := l.icrc.Verify(&env, b); err != nil {
+	// Field by field into the loop's own Envelope: a composite literal is
+	// built on the stack and copied with 16-byte moves that cannot forward
+	// from its 8- and 2-byte stores (a stall of ~10 ns per packet).
+	env := &l.env
+	env.Src, env.Dst, env.SrcPort, env.DstPort = from.Addr(), dst, from.Port(), r.local.Port()
+	if err := l.icrc.Verify(env, b); err != nil {
 		if err == roce.ErrICRC {
 			st.BadICRC.Add(1)
 		} else {
@@ -690,7 +695,7 @@ func (l *loop) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 		st.Malformed.Add(1)
 		return
 	}
-	r.capture.Record(&env, b, false)
+	r.capture.Record(env, b, false)
 	if p.BTH.DestQP == roce.GSIQP && !allowed {
 		l.refuseCM(p, from, dst)
 		return

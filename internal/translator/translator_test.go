@@ -368,16 +368,26 @@ func TestABatchedWorkerAllocatesNothing(t *testing.T) {
 	tr, _ := newTestTranslator(t, nil)
 	w := tr.NewWorker()
 	w.DeferToBatch()
-	p := []byte{0x01, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 1}
-	w.Handle(p, reporter, 1)
-	w.EndBatch()
-	if a := testing.AllocsPerRun(200, func() {
-		for range 8 {
-			w.Handle(p, reporter, 1)
+	kw := [][]byte{{0x01, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 1}}
+	// Append entries of every list of the test store, interleaved: every
+	// run the worker keeps is in use.
+	var apps [][]byte
+	for l := range 16 {
+		apps = append(apps, []byte{0x02, 0, 0, 0, 0, 0, byte(l), 0, 0, 0, byte(l)})
+	}
+	for name, dgs := range map[string][][]byte{"key-write": kw, "append, 16 lists interleaved": apps} {
+		batch := func() {
+			for range 8 {
+				for _, p := range dgs {
+					w.Handle(p, reporter, 1)
+				}
+			}
+			w.EndBatch()
 		}
-		w.EndBatch()
-	}); a != 0 {
-		t.Errorf("%v allocations per batch", a)
+		batch() // warm up
+		if a := testing.AllocsPerRun(200, batch); a != 0 {
+			t.Errorf("%s: %v allocations per batch", name, a)
+		}
 	}
 }
 
