@@ -394,15 +394,15 @@ func (w *Worker) runFor(idx uint16, list uint32) *appendRun {
 // flushRuns adds every waiting run to its list and reports whether any
 // entry was waiting.
 func (w *Worker) flushRuns() bool {
-	any := false
+	held := false
 	for i := range w.nRuns {
 		if w.runs[i].n > 0 {
-			any = true
+			held = true
 			w.flushRun(&w.runs[i])
 		}
 	}
 	w.nRuns, w.lastRun, w.victim = 0, 0, 0
-	return any
+	return held
 }
 
 // flushRun adds a waiting run of Append entries to its list. A batch write
