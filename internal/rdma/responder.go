@@ -126,6 +126,15 @@ type loop struct {
 	icrc  roce.ICRCCache // the prefixes of the ICRCs this loop checks and seals
 	pkt   roce.Packet
 	env   roce.Envelope // the packet being handled's (handle); other fields stay zero
+	// The QP and the MR the last request named (dispatch, lookup): most
+	// packets of a batch name the same ones, and these save two map
+	// lookups a packet. last is one of this loop's own QPs; a destroyed
+	// QP is dead, and an MR belongs to mrTab, the table it was found in
+	// (a change of MRs installs a new table).
+	last  *qp
+	mrTab *mrTable
+	mrKey uint32
+	mr    *mr
 	cm    roce.CM
 	cmOut roce.CM
 	mad   []byte
@@ -695,7 +704,9 @@ func (l *loop) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 		st.Malformed.Add(1)
 		return
 	}
-	r.capture.Record(env, b, false)
+	if r.capture != nil {
+		r.capture.Record(env, b, false)
+	}
 	if p.BTH.DestQP == roce.GSIQP && !allowed {
 		l.refuseCM(p, from, dst)
 		return
@@ -712,7 +723,15 @@ func (l *loop) dispatch(p *roce.Packet, b []byte, from netip.AddrPort, dst netip
 		l.handleCM(p, b, from, dst)
 		return
 	}
+	if q := l.last; q != nil && q.qpn == p.BTH.DestQP && !q.dead && q.peer == from {
+		q.lastActive = l.now
+		l.handleRC(q, p)
+		return
+	}
 	q := l.qps[p.BTH.DestQP]
+	if q != nil {
+		l.last = q
+	}
 	if q == nil && len(r.loops) > 1 {
 		// Not one of this loop's QPs: another loop's, or none.
 		r.mu.Lock()

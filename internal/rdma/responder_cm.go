@@ -305,6 +305,9 @@ func (r *Responder) destroy(q *qp) {
 		return
 	}
 	q.dead = true
+	if q.owner.last == q {
+		q.owner.last = nil // not kept alive by the loop's memory of it
+	}
 	delete(q.owner.qps, q.qpn)
 	delete(r.qps, q.qpn)
 	if r.byPeer[q.peer] == q {

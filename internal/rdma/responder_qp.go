@@ -378,7 +378,11 @@ func (l *loop) execute(q *qp, p *roce.Packet) (syn roce.Syndrome, atomic bool, o
 func (l *loop) lookup(rkey uint32, need Access, va, n uint64) (*mr, roce.Syndrome) {
 	r := l.r
 	st := &r.stats
-	m := r.mrs.Load().byKey[rkey]
+	t := r.mrs.Load()
+	if t != l.mrTab || rkey != l.mrKey {
+		l.mrTab, l.mrKey, l.mr = t, rkey, t.byKey[rkey]
+	}
+	m := l.mr
 	switch {
 	case m == nil:
 		st.RejectRKey.Add(1)

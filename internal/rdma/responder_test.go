@@ -458,3 +458,58 @@ func TestResponderConfigValidate(t *testing.T) {
 		t.Error("bad window and MTU validate")
 	}
 }
+
+// A QP torn down by its peer's DREQ takes no more requests, even when it
+// was the last QP the read loop executed (the loop remembers that QP to
+// skip a table lookup): a WRITE to its number from the same address and
+// port, with the next PSN, is an unknown QP and changes nothing.
+func TestATornDownQPTakesNoMoreRequestsFromItsPeer(t *testing.T) {
+	h := newHostile(t, nil)
+	p := h.peer
+	four := []byte{1, 2, 3, 4}
+	psn := p.request(writeOnly(h.rw.VA, h.rw.RKey, four, true))
+	p.expectAETH(roce.OpACK, roce.ACKUnlimited, psn)
+	after := snapshot(t, h.regions[0])
+	d := &roce.CM{Header: roce.CMHeader(roce.AttrDREQ, 77)}
+	d.DREQ.LocalCommID, d.DREQ.RemoteCommID, d.DREQ.RemoteQPN = p.commID, p.peerComm, p.rqpn
+	p.cm(d)
+	if m, _ := p.expectCM(); m.Header.AttrID != roce.AttrDREP {
+		t.Fatalf("DREQ answered with %v", m.Header.AttrID)
+	}
+	st := h.resp.Stats()
+	u := st.UnknownQP.Load()
+	late := writeOnly(h.rw.VA+8, h.rw.RKey, []byte{9, 9, 9, 9, 9, 9, 9, 9}, true)
+	p.request(late)
+	p.expectNothing(100 * time.Millisecond)
+	if d := st.UnknownQP.Load() - u; d != 1 {
+		t.Errorf("unknown QP drops %d after the teardown, want 1", d)
+	}
+	if !bytes.Equal(snapshot(t, h.regions[0]), after) {
+		t.Error("a WRITE to a torn-down QP changed the region")
+	}
+}
+
+// A deregistered MR takes no more writes, even when it was the last MR the
+// read loop looked up (the loop remembers it to skip a table lookup): the
+// next WRITE naming its R_Key gets NAK remote access error and changes
+// nothing.
+func TestADeregisteredMRTakesNoMoreWrites(t *testing.T) {
+	h := newHostile(t, nil)
+	p := h.peer
+	psn := p.request(writeOnly(h.wo.VA, h.wo.RKey, []byte{1, 2, 3, 4}, true))
+	p.expectAETH(roce.OpACK, roce.ACKUnlimited, psn)
+	if err := h.resp.DeregisterMR("wo"); err != nil {
+		t.Fatal(err)
+	}
+	after := snapshot(t, h.regions[1])
+	st := h.resp.Stats()
+	rk := st.RejectRKey.Load()
+	psn = p.request(writeOnly(h.wo.VA+8, h.wo.RKey, []byte{9, 9, 9, 9}, true))
+	p.expectAETH(roce.OpACK, roce.NAKRemoteAccessError, psn)
+	if d := st.RejectRKey.Load() - rk; d != 1 {
+		t.Errorf("unknown R_Key refusals %d after the deregistration, want 1", d)
+	}
+	if !bytes.Equal(snapshot(t, h.regions[1]), after) {
+		t.Error("a WRITE to a deregistered MR changed its region")
+	}
+}
