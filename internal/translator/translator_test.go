@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/dta-go/dta/internal/primitive/appendlist"
 	"github.com/dta-go/dta/internal/primitive/keywrite"
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/internal/store/storetest"
@@ -391,11 +392,14 @@ func TestABatchedWorkerAllocatesNothing(t *testing.T) {
 	}
 }
 
-func TestABatchedWorkerWritesABatchOfOneEntryDatagramsForAListTogether(t *testing.T) {
-	// Lists of 1024 entries: a ring large enough for whole batches to go
-	// together (appendlist.Spec.Window).
+// appendLists opens the test stores with the Append store "append" given
+// lists lists of 1024 entries (a ring large enough for whole batches to go
+// together, appendlist.Spec.Window) and a translator over them; it returns
+// the catalogue, the Append store's index and its writer.
+func appendLists(t *testing.T, lists uint32) (*store.Catalog, *Translator, int, *appendlist.Writer) {
+	t.Helper()
 	cfgs := storetest.Configs()
-	cfgs[3].Capacity = 1024
+	cfgs[3].Lists, cfgs[3].Capacity = lists, 1024
 	cat := storetest.OpenConfigs(t, cfgs)
 	tr, err := New(DefaultConfig(), cat.Descriptors(), cat, nil)
 	if err != nil {
@@ -411,6 +415,11 @@ func TestABatchedWorkerWritesABatchOfOneEntryDatagramsForAListTogether(t *testin
 	if wr == nil {
 		t.Fatal("no Append store named append")
 	}
+	return cat, tr, idx, wr
+}
+
+func TestABatchedWorkerWritesABatchOfOneEntryDatagramsForAListTogether(t *testing.T) {
+	cat, tr, idx, wr := appendLists(t, store.DefaultLists)
 	spec := *wr.Spec()
 	if spec.Window() <= uint64(spec.Batch) {
 		t.Fatalf("the test store's window %d does not exceed a batch (%d)", spec.Window(), spec.Batch)
@@ -468,20 +477,7 @@ func TestABatchedWorkerGathersEachListsEntriesWhenListsInterleave(t *testing.T) 
 		{"more lists than runs", 2*maxRuns + 3, 2, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfgs := storetest.Configs()
-			cfgs[3].Lists, cfgs[3].Capacity = uint32(c.lists), 1024
-			cat := storetest.OpenConfigs(t, cfgs)
-			tr, err := New(DefaultConfig(), cat.Descriptors(), cat, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			idx := -1
-			for i, d := range cat.Descriptors() {
-				if d.Name == "append" {
-					idx = i
-				}
-			}
-			wr := tr.AppendWriter(idx)
+			cat, tr, idx, wr := appendLists(t, uint32(c.lists))
 			spec := *wr.Spec()
 			st := wr.Stats()
 			w := tr.NewWorker()
