@@ -15,7 +15,8 @@ import (
 //     the worker that translated the report, right after the report's own
 //     translation. Its counter ops join the datagram's pending ops (applied
 //     in the same sink call, after the report's); its Append entries go
-//     through the target store's writer with the worker's own batch and sink.
+//     through the target store's writer with the worker's own batch and sink,
+//     after the entries of earlier reports the worker holds for that list.
 //     Counts are kept per worker and published once per datagram.
 //   - A rule over a Postcarding store is evaluated in the cache's observer,
 //     which the cache calls under the path's entry lock, on the goroutine of
@@ -157,6 +158,11 @@ func (w *Worker) evaluate(rs []*rule.Rule, r *dta.Report, v uint64, now int64) {
 			continue
 		}
 		w.mayHold = true
+		if a.Type == rule.AppendEntry {
+			// Entries of reports this worker holds for the list go first,
+			// so that the list keeps the order of arrival.
+			w.flushRunOf(a.Store, a.ListOf(key))
+		}
 		if err := w.t.act(ru, key, agg, now, w.batch, w.ruleEntry, w.sink); err != nil {
 			c.errors++
 		}

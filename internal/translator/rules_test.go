@@ -532,3 +532,51 @@ func TestAnAppendReportsKeyIsItsList(t *testing.T) {
 		t.Errorf("key %d", got)
 	}
 }
+
+func TestARulesAppendEntryKeepsItsPlaceAmongTheListsReportEntries(t *testing.T) {
+	cat := ruleCatalog(t)
+	tr := newRuleTranslator(t, cat, nil, nil,
+		rule.Config{Name: "mark", Source: "keywrite", Op: ">=", Threshold: 0, Action: rule.ActionConfig{Type: "append", Store: "hits", List: 2}})
+	entry := func(b byte) []byte { return bytes.Repeat([]byte{b}, 22) }
+	// One datagram: two entries of hits' list 2, a Key-Write report whose rule
+	// appends to list 2, two more entries.
+	var bw dta.BatchWriter
+	bw.Reset(make([]byte, 0, 512), dta.Header{})
+	for _, r := range []dta.Report{
+		{Opcode: dta.OpAppendExt, Store: 21, List: 2, Value: entry(0xA1)},
+		{Opcode: dta.OpAppendExt, Store: 21, List: 2, Value: entry(0xA2)},
+		{Opcode: dta.OpKeyWrite, Redundancy: 2, Key: be32(9), Value: be32(5)},
+		{Opcode: dta.OpAppendExt, Store: 21, List: 2, Value: entry(0xA3)},
+		{Opcode: dta.OpAppendExt, Store: 21, List: 2, Value: entry(0xA4)},
+	} {
+		if err := bw.Add(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := tr.NewWorker()
+	w.Handle(bytes.Clone(bw.Bytes()), reporter, 1)
+	tr.FlushAll()
+	if s := tr.Stats(); s.Dropped() != 0 {
+		t.Fatalf("drops %v", s.Drops)
+	}
+	p, err := cat.ByName("hits").Append.Poll(2, 0, 16, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := range p.Count {
+		e := p.Data[i*22 : (i+1)*22]
+		if e[0] == 4 { // a rule entry: key length 4, then the report's key
+			re, err := rule.ParseEntry(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, "rule:"+hex.EncodeToString(re.Key))
+			continue
+		}
+		got = append(got, fmt.Sprintf("%X", e[0]))
+	}
+	if want := "[A1 A2 rule:00000009 A3 A4]"; fmt.Sprint(got) != want {
+		t.Errorf("list 2 holds %v, want %s", got, want)
+	}
+}

@@ -405,6 +405,17 @@ func (w *Worker) flushRuns() bool {
 	return held
 }
 
+// flushRunOf adds the run of list in store idx, if the worker holds one,
+// to its list.
+func (w *Worker) flushRunOf(idx uint16, list uint32) {
+	for i := range w.nRuns {
+		if run := &w.runs[i]; run.store == idx && run.list == list {
+			w.flushRun(run)
+			return
+		}
+	}
+}
+
 // flushRun adds a waiting run of Append entries to its list. A batch write
 // the sink refuses drops one report (reason sink), as Writer.Add would.
 func (w *Worker) flushRun(run *appendRun) {
