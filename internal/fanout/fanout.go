@@ -252,7 +252,13 @@ func (w *Worker) BeginAdapted(from netip.AddrPort, now int64) {
 // AddReport hands rep to the translators of its collectors.
 func (w *Worker) AddReport(rep *dta.Report) {
 	w.r.stats.Reports.Add(1)
-	if rep.Opcode == dta.OpSketchExt {
+	if rep.Opcode == dta.OpSketchExt && w.r.claimEpoch(rep.Store, rep.Epoch) {
+		// Counters of older epochs that this worker's translators hold go
+		// out first: opening the epoch clears a copy that one of them may
+		// be bound for (the copy of epoch e+1 is cleared ahead, which is
+		// e−2's with three copies), and a counter applied after the clear
+		// would count in the wrong epoch.
+		w.applyHeld()
 		w.r.openEverywhere(rep.Store, rep.Epoch)
 	}
 	w.owners = w.r.route(w.owners[:0], rep, &w.key)
@@ -276,23 +282,41 @@ func (w *Worker) EndAdapted() {
 	}
 }
 
-// openEverywhere opens Sketch-Merge epoch e of store on every collector the
-// first time the router sees it, so that each collector's copy of the epoch
-// exists (and the previous one closes) even where no run of it lands; the
-// collectors' sketches then add up epoch by epoch.
-func (r *Router) openEverywhere(store uint16, e uint32) {
+// claimEpoch reports whether Sketch-Merge epoch e of store is newer than
+// any the router has seen, and makes it the newest if so: the caller then
+// opens it everywhere (openEverywhere). Of several workers seeing a new
+// epoch at once, one claims it.
+func (r *Router) claimEpoch(store uint16, e uint32) bool {
 	n := &r.newestEpoch[store]
 	for {
 		old := n.Load()
 		if old != 0 && uint64(e)+1 <= old {
-			return
+			return false
 		}
 		if n.CompareAndSwap(old, uint64(e)+1) {
-			break
+			return true
 		}
 	}
+}
+
+// openEverywhere opens Sketch-Merge epoch e of store on every collector
+// (claimEpoch decides when), so that each collector's copy of the epoch
+// exists (and the previous one closes) even where no run of it lands; the
+// collectors' sketches then add up epoch by epoch.
+func (r *Router) openEverywhere(store uint16, e uint32) {
 	for _, m := range r.members {
 		_ = m.Tr.OpenSketchEpoch(store, e) // a failure is the report's own drop at that collector
+	}
+}
+
+// applyHeld applies what the translator workers that got reports of the
+// current datagram or batch hold (translator.Worker.EndBatch, which also
+// publishes their counts early; they go on taking reports).
+func (w *Worker) applyHeld() {
+	for i := range w.ws {
+		if w.used[i] || w.touched[i] {
+			w.ws[i].EndBatch()
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"testing"
 
@@ -237,4 +238,32 @@ func datagram(t *testing.T, h dta.Header, reps ...dta.Report) []byte {
 		}
 	}
 	return bw.Bytes()
+}
+
+func TestCountersHeldForAnOlderEpochLandBeforeANewEpochOpens(t *testing.T) {
+	for _, batched := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batched=%v", batched), func(t *testing.T) {
+			c := newCluster(t, 2, 1)
+			if batched {
+				c.w.DeferToBatch()
+			}
+			run := func(e uint32, row uint8, v uint64) dta.Report {
+				return dta.Report{Opcode: dta.OpSketchExt, Epoch: e, Row: row, Column: 0, Value: binary.BigEndian.AppendUint64(nil, v)}
+			}
+			// Epoch 4's counter is held when epoch 6 opens, which clears
+			// the copy of epoch 7 ahead: 4's copy with three copies.
+			c.w.Handle(datagram(t, dta.Header{}, run(4, 0, 5), run(6, 1, 1)), from, 1)
+			c.w.EndBatch()
+			c.send(t, dta.Header{}, run(7, 2, 1))
+			for i, cat := range c.cats {
+				row, err := cat.ByName("sketchmerge").SketchMerge.Row(7, 0, nil)
+				if err != nil {
+					t.Fatalf("collector %d: epoch 7: %v", i, err)
+				}
+				if row[0] != 0 {
+					t.Errorf("collector %d: epoch 7 row 0 column 0 = %d, want 0 (epoch 4's counter landed after the clear)", i, row[0])
+				}
+			}
+		})
+	}
 }
