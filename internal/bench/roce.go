@@ -43,13 +43,24 @@ const dialTimeout = 10 * time.Second
 // The responder's receive goroutine is locked to its OS thread
 // (rdma.ResponderConfig.OnReadLoop), so that its CPU time is read from the
 // thread's schedstat as the senders' is: every request is parsed, checked,
-// executed and acknowledged there. Its timer goroutine (retransmission
-// timeouts, a tick every 25 ms) runs elsewhere and counts as the
-// translator's.
-func NewRoCESink(local *store.Catalog) (Sink, error) {
+// executed and acknowledged there. What runs elsewhere counts as the
+// translator's: its timer goroutine (retransmission timeouts, a tick every
+// 25 ms) and, with the responder waiting in the runtime's network poller
+// (RoCEThreadSink(false)), the poller's work of waking it, which is most of
+// the cost of a wake-up. RoCEProcessSink measures the whole responder.
+func NewRoCESink(local *store.Catalog) (Sink, error) { return RoCEThreadSink(true)(local) }
+
+// RoCEThreadSink returns NewRoCESink with rdma.ResponderConfig.KernelWait
+// set to kernelWait.
+func RoCEThreadSink(kernelWait bool) func(*store.Catalog) (Sink, error) {
+	return func(local *store.Catalog) (Sink, error) { return newRoCESink(local, kernelWait) }
+}
+
+func newRoCESink(local *store.Catalog, kernelWait bool) (Sink, error) {
 	s := &roceSink{done: make(chan error, 1)}
 	rc := rdma.DefaultResponderConfig()
 	rc.Addr = "127.0.0.1:0"
+	rc.KernelWait = kernelWait
 	rc.OnReadLoop = func() { s.tid.Store(int64(threadID())) }
 	resp, err := collectorpkg.NewResponder(local, rc, nil)
 	if err != nil {

@@ -78,14 +78,19 @@ type Result struct {
 // RemoteResult is what a DTA run over a remote sink (NewRoCESink) measures
 // besides the figures of a local run. The responder stands in for the
 // collector's RDMA NIC and the translator for the switch: Result.CPUSeconds
-// (the process minus the senders) is split between them. Over such a sink a
+// (the process minus the senders, plus the responder's process when it has
+// one: RoCEProcessSink) is split between them. Over such a sink a
 // report counts as accepted once the responder has executed its ops:
 // Result.Stored and Accepted are the reports the translator passed on, in the
 // proportion of the ops sent that the responder executed. Rates and CPU are
 // over the window; RDMA ops and packets per report and the totals over the
 // whole run, drained (exact: no report is half way at either end).
 type RemoteResult struct {
-	ResponderCPUSeconds     float64 `json:"responder_cpu_seconds"`  // the responder's receive thread
+	// ResponderProcess says where the responder ran: in a process of its
+	// own, whose whole CPU time is ResponderCPUSeconds, or (false) on a
+	// thread of this process, whose CPU time alone is.
+	ResponderProcess        bool    `json:"responder_process"`
+	ResponderCPUSeconds     float64 `json:"responder_cpu_seconds"`  // the responder's process or receive thread
 	TranslatorCPUSeconds    float64 `json:"translator_cpu_seconds"` // cpu_seconds minus the responder's
 	ResponderCPUPerMillion  float64 `json:"responder_cpu_s_per_million_reports"`
 	TranslatorCPUPerMillion float64 `json:"translator_cpu_s_per_million_reports"`
@@ -622,7 +627,7 @@ func (b *bench) run(ctx context.Context, name string, m Mode, w *Workload, cat *
 	res.Stored, res.AppDrops, res.KernelDrops = stored, dropped, kernel*uint64(per)
 	res.Unaccounted = int64(res.Sent) - int64(stored+dropped+res.KernelDrops)
 	sendCPU := s1.senders - s0.senders
-	cpu := s1.proc - s0.proc - sendCPU
+	cpu := collectorCPU(s1.proc-s0.proc, sendCPU, s1.sink.RemoteCPU-s0.sink.RemoteCPU, s1.sink.RemoteProcess)
 	res.CPUSeconds, res.SenderCPUSeconds = cpu.Seconds(), sendCPU.Seconds()
 	if stWin > 0 {
 		res.CPUPerMillion = cpu.Seconds() / float64(stWin) * 1e6
@@ -648,6 +653,19 @@ func (b *bench) run(ctx context.Context, name string, m Mode, w *Workload, cat *
 	return res, nil
 }
 
+// collectorCPU is the CPU time of the collector measured over a window in
+// which this process used proc and its sender threads senders: the process
+// minus the senders, plus remote, the CPU time of a remote sink's other side,
+// when that side is a process of its own (remoteProcess; otherwise remote is
+// already part of proc).
+func collectorCPU(proc, senders, remote time.Duration, remoteProcess bool) time.Duration {
+	cpu := proc - senders
+	if remoteProcess {
+		cpu += remote
+	}
+	return cpu
+}
+
 // remoteResult computes the figures of a run over a remote sink: the split of
 // cpu (the process minus the senders) over the window [s0, s1], in which stWin
 // reports were accepted, and the sink's totals final, when stored reports
@@ -656,6 +674,7 @@ func remoteResult(s0, s1 snapshot, final SinkStats, cpu time.Duration, stWin, st
 	d0, d1 := s0.sink, s1.sink
 	resp := d1.RemoteCPU - d0.RemoteCPU
 	r := &RemoteResult{
+		ResponderProcess:    final.RemoteProcess,
 		ResponderCPUSeconds: resp.Seconds(), TranslatorCPUSeconds: (cpu - resp).Seconds(),
 		OpsSent: final.Ops, OpsApplied: final.Applied, OpsLost: final.Lost, Retransmits: final.Retransmits,
 	}

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"math"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -401,5 +404,63 @@ func TestCombineKeepsTheCeilingRatios(t *testing.T) {
 	out := b.String()
 	if !strings.Contains(out, "DTA/receive-only") || !strings.Contains(out, "0.50x (0.25x..0.75x)") || strings.Contains(out, "DTA/baseline") {
 		t.Errorf("table:\n%s", out)
+	}
+}
+
+func TestRunOverRoCEWithTheResponderInAProcessOfItsOwn(t *testing.T) {
+	for _, kernelWait := range []bool{true, false} {
+		t.Run(fmt.Sprintf("kernel wait %v", kernelWait), func(t *testing.T) {
+			cfg := smallConfig(dta.KeyWrite)
+			cfg.Baseline, cfg.Ceiling = false, false
+			cfg.SinkName = "roce"
+			// This test binary, started again, is the responder (TestMain).
+			cfg.NewSink = RoCEProcessSink([]string{os.Args[0]}, cfg.Region, kernelWait)
+			rep, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rep.Results[0]
+			rr := r.Remote
+			if rr == nil || !rr.ResponderProcess || r.Stored == 0 || r.Unaccounted != 0 || r.AppDrops != 0 {
+				t.Fatalf("%+v", r)
+			}
+			if rr.OpsSent == 0 || rr.OpsApplied != rr.OpsSent || rr.OpsLost != 0 || rr.OpsPerReport != 2 {
+				t.Errorf("the responder process executed %d of the %d ops sent (%d lost, %.2f per report)", rr.OpsApplied, rr.OpsSent, rr.OpsLost, rr.OpsPerReport)
+			}
+			// DTA's CPU is the translator's (this process minus the senders)
+			// plus the whole responder process's.
+			if rr.ResponderCPUSeconds <= 0 || rr.TranslatorCPUSeconds <= 0 ||
+				math.Abs(rr.ResponderCPUSeconds+rr.TranslatorCPUSeconds-r.CPUSeconds) > 1e-9 {
+				t.Errorf("CPU: responder %.4f s, translator %.4f s, DTA %.4f s", rr.ResponderCPUSeconds, rr.TranslatorCPUSeconds, r.CPUSeconds)
+			}
+			if rr.ResponderPacketsPerRead < 1 || rr.ResponderPacketsPerCPUSecond <= 0 {
+				t.Errorf("%.2f packets per receive call, %.0f per CPU second", rr.ResponderPacketsPerRead, rr.ResponderPacketsPerCPUSecond)
+			}
+		})
+	}
+}
+
+func TestTheResponderProcessRefusesABadRequest(t *testing.T) {
+	for _, tt := range []struct{ name, in string }{
+		{"no request", ""},
+		{"not JSON", "stats\n"},
+		{"a store that does not validate", `{"descriptors":[{"Name":"x","ID":1,"Primitive":1}],"region":{}}` + "\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := ServeResponder(strings.NewReader(tt.in), &out); err == nil {
+				t.Fatalf("served %q (wrote %q)", tt.in, out.String())
+			}
+		})
+	}
+}
+
+func TestTheCollectorsCPUHoldsAResponderProcessButNotAResponderThreadTwice(t *testing.T) {
+	const proc, senders, remote = 10 * time.Second, 3 * time.Second, 2 * time.Second
+	if got := collectorCPU(proc, senders, remote, true); got != 9*time.Second {
+		t.Errorf("responder process: %v, want the process minus the senders plus the responder's 2 s", got)
+	}
+	if got := collectorCPU(proc, senders, remote, false); got != 7*time.Second {
+		t.Errorf("responder thread: %v, want the process minus the senders (the thread is in it)", got)
 	}
 }

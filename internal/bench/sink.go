@@ -31,7 +31,10 @@ type SinkStats struct {
 	Lost         uint64        // ops taken that will never be applied (connection lost, refused by the remote side)
 	Applied      uint64        // ops applied to the stores (RoCE: executed by the responder)
 	AppliedBytes uint64        // bytes they wrote (8 per fetch-and-add)
-	RemoteCPU    time.Duration // CPU time of the remote side (RoCE: the responder's receive thread)
+	RemoteCPU    time.Duration // CPU time of the remote side (RoCE: the responder's process, or its receive thread)
+	// RemoteProcess says that the remote side is a process of its own: its
+	// CPU time is not part of this process's.
+	RemoteProcess bool
 	// RemotePackets and RemoteReads are the packets the remote side took in
 	// and the receive calls that returned them (RoCE: the responder's).
 	RemotePackets, RemoteReads uint64

@@ -31,13 +31,16 @@ type benchOptions struct {
 	prefault   bool
 	recvBuffer string
 	sink       string
-	output     string
-	quiet      bool
-	cpuProfile string
-	jsonFile   string
-	transport  string
-	queues     int
-	cfg        bench.Config
+	responder  string
+	// responderWait is where the responder's read loop waits: kernel or poller.
+	responderWait string
+	output        string
+	quiet         bool
+	cpuProfile    string
+	jsonFile      string
+	transport     string
+	queues        int
+	cfg           bench.Config
 }
 
 func newBenchCmd() *cobra.Command {
@@ -89,10 +92,17 @@ software RDMA responder on 127.0.0.1 serving the stores (memory regions and
 store advertisement, as dta collector), and the translator dials it and sends
 its ops as RDMA WRITE, WRITE with immediate and FETCH_ADD packets over
 loopback. The responder stands in for the collector's RDMA NIC, the
-translator for the switch. A report counts as accepted once the responder has
-executed its ops (every op is drained before the final counts). CPU s/M rep
-is still the process minus the senders; extra columns split it into the
-responder's receive thread and the rest (the translator), and give the ops
+translator for the switch. By default (--responder process) the responder is
+a process of its own, started from this program with its own copy of the
+stores, and its CPU is that whole process's, Go runtime included, as dta
+collector's would be; --responder thread runs it in this process and counts
+its receive thread alone (what the runtime does to wake it then counts as
+the translator's). --responder-wait poller makes its read loop wait in the
+Go runtime's network poller instead of in a blocking system call. A report
+counts as accepted once the responder has executed its ops (every op is
+drained before the final counts). CPU s/M rep is DTA's whole CPU (the
+process minus the senders, plus a responder process); extra columns split
+it into the responder and the rest (the translator), and give the ops
 the responder executed per second and the RDMA ops sent per report. The
 baseline is unchanged. After the table, one line per primitive and mode
 gives the responder's CPU per report against the baseline collector's (the
@@ -138,6 +148,15 @@ A progress line goes to stderr every second (-q silences it).`,
 			return runBench(cmd, o)
 		},
 	}
+	cmd.AddCommand(&cobra.Command{
+		Use:    "responder",
+		Short:  "The responder process of dta bench --sink roce (started by dta bench, not by hand)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return bench.ServeResponder(cmd.InOrStdin(), cmd.OutOrStdout())
+		},
+	})
 	fl := cmd.Flags()
 	d := &o.cfg
 	fl.StringSliceVar(&o.primitives, "primitive", []string{"keywrite", "keyincrement", "postcard", "append"}, "primitives to measure")
@@ -161,6 +180,8 @@ A progress line goes to stderr every second (-q silences it).`,
 	fl.BoolVar(&o.prefault, "prefault", d.Region.Prefault, "touch every store page before measuring")
 	fl.StringVar(&o.recvBuffer, "recv-buffer", "64MiB", "SO_RCVBUF of each collector socket")
 	fl.StringVar(&o.sink, "sink", "local", "where the translator writes: local (into the stores, in-process) or roce (RoCEv2 over loopback to a software RDMA responder serving the stores)")
+	fl.StringVar(&o.responder, "responder", "process", "with --sink roce: where the software RDMA responder runs: process (a process of its own, started from this program, whose whole CPU time is the responder's) or thread (a goroutine of this process locked to its OS thread, whose thread's CPU time is)")
+	fl.StringVar(&o.responderWait, "responder-wait", "kernel", "with --sink roce: where the responder's read loop waits for requests: kernel (a blocking system call on a thread of its own, as dta collector does) or poller (the Go runtime's network poller)")
 	fl.StringVarP(&o.output, "output", "o", "table", "output: table or json")
 	fl.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
 	fl.StringVar(&o.jsonFile, "json", "", "also write the JSON output to `file`")
@@ -223,7 +244,26 @@ func (o *benchOptions) complete() error {
 	case "local":
 		c.SinkName = "local"
 	case "roce":
-		c.SinkName, c.NewSink = "roce", bench.NewRoCESink
+		var kernelWait bool
+		switch o.responderWait {
+		case "kernel":
+			kernelWait = true
+		case "poller":
+		default:
+			return usageError("--responder-wait: %q is not kernel or poller", o.responderWait)
+		}
+		switch o.responder {
+		case "process":
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("--responder process: finding this program to start it as the responder: %w", err)
+			}
+			c.SinkName, c.NewSink = "roce", bench.RoCEProcessSink([]string{exe, "bench", "responder"}, c.Region, kernelWait)
+		case "thread":
+			c.SinkName, c.NewSink = "roce/thread", bench.RoCEThreadSink(kernelWait)
+		default:
+			return usageError("--responder: %q is not process or thread", o.responder)
+		}
 	default:
 		return usageError("--sink: %q is not local or roce", o.sink)
 	}

@@ -32,6 +32,8 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"--queues", "2"}, // UDP bench: --readers
 		{"--transport", "xdp", "--queues", "0"},
 		{"--transport", "xdp", "--queues", "17"},
+		{"--sink", "roce", "--responder", "nic"},
+		{"--sink", "roce", "--responder-wait", "spin"},
 	} {
 		if code, _, errs := runBenchArgs(t, args...); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, errs)
@@ -97,38 +99,58 @@ func TestBenchRunsAndWritesJSON(t *testing.T) {
 }
 
 func TestBenchOverRoCEReportsTheResponderApart(t *testing.T) {
-	code, out, errs := runBenchArgs(t, "--sink", "roce", "--primitive", "keywrite", "--mode", "multi/recvmmsg",
-		"--duration", "100ms", "--warmup", "10ms", "--memory", "1MiB", "--keys", "1024", "--hugepages", "off",
-		"--recv-buffer", "4MiB", "--rate", "20000", "--ceiling=false", "-q", "-o", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	var rep struct {
-		Results []struct {
-			Collector string  `json:"collector"`
-			Sink      string  `json:"sink"`
-			Accepted  float64 `json:"accepted_per_s"`
-			Remote    *struct {
-				ResponderCPU float64 `json:"responder_cpu_s_per_million_reports"`
-				OpsPerSec    float64 `json:"responder_ops_per_s"`
-				OpsPerReport float64 `json:"rdma_ops_per_report"`
-				Sent         uint64  `json:"rdma_ops_sent"`
-				Applied      uint64  `json:"rdma_ops_applied"`
-			} `json:"remote"`
-		} `json:"results"`
-		Ratios []struct{} `json:"ratios"`
-	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Results) != 2 || len(rep.Ratios) != 1 {
-		t.Fatalf("JSON %v: %s", err, out)
-	}
-	d, b := rep.Results[0], rep.Results[1]
-	if d.Collector != "dta" || d.Sink != "roce" || d.Accepted <= 0 || d.Remote == nil {
-		t.Fatalf("DTA over RoCE: %s", out)
-	}
-	if r := d.Remote; r.ResponderCPU <= 0 || r.OpsPerSec <= 0 || r.OpsPerReport != 2 || r.Sent == 0 || r.Applied != r.Sent {
-		t.Errorf("responder figures %+v", *r)
-	}
-	if b.Collector != "baseline" || b.Sink != "" || b.Remote != nil || b.Accepted <= 0 {
-		t.Errorf("the baseline changed with the sink: %+v", b)
+	for _, c := range []struct {
+		args    []string
+		sink    string
+		process bool
+	}{
+		{nil, "roce", true}, // the default: a responder process of its own
+		{[]string{"--responder", "thread"}, "roce/thread", false},
+		{[]string{"--responder", "process", "--responder-wait", "poller"}, "roce", true},
+		{[]string{"--responder", "thread", "--responder-wait", "poller"}, "roce/thread", false},
+	} {
+		t.Run(strings.Join(append([]string{"default"}, c.args...), " "), func(t *testing.T) {
+			args := append([]string{"--sink", "roce", "--primitive", "keywrite", "--mode", "multi/recvmmsg",
+				"--duration", "100ms", "--warmup", "10ms", "--memory", "1MiB", "--keys", "1024", "--hugepages", "off",
+				"--recv-buffer", "4MiB", "--rate", "20000", "--ceiling=false", "-q", "-o", "json"}, c.args...)
+			code, out, errs := runBenchArgs(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var rep struct {
+				Results []struct {
+					Collector  string  `json:"collector"`
+					Sink       string  `json:"sink"`
+					Accepted   float64 `json:"accepted_per_s"`
+					CPUSeconds float64 `json:"cpu_seconds"`
+					Remote     *struct {
+						Process      bool    `json:"responder_process"`
+						ResponderCPU float64 `json:"responder_cpu_s_per_million_reports"`
+						ResponderSec float64 `json:"responder_cpu_seconds"`
+						OpsPerSec    float64 `json:"responder_ops_per_s"`
+						OpsPerReport float64 `json:"rdma_ops_per_report"`
+						Sent         uint64  `json:"rdma_ops_sent"`
+						Applied      uint64  `json:"rdma_ops_applied"`
+					} `json:"remote"`
+				} `json:"results"`
+				Ratios []struct{} `json:"ratios"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Results) != 2 || len(rep.Ratios) != 1 {
+				t.Fatalf("JSON %v: %s", err, out)
+			}
+			d, b := rep.Results[0], rep.Results[1]
+			if d.Collector != "dta" || d.Sink != c.sink || d.Accepted <= 0 || d.Remote == nil {
+				t.Fatalf("DTA over RoCE: %s", out)
+			}
+			if r := d.Remote; r.Process != c.process || r.ResponderCPU <= 0 || r.OpsPerSec <= 0 || r.OpsPerReport != 2 || r.Sent == 0 || r.Applied != r.Sent {
+				t.Errorf("responder figures %+v", *r)
+			}
+			if r := d.Remote; r.ResponderSec >= d.CPUSeconds {
+				t.Errorf("responder %.4f CPU s, DTA in all %.4f: DTA's CPU must hold the responder's and the translator's", r.ResponderSec, d.CPUSeconds)
+			}
+			if b.Collector != "baseline" || b.Sink != "" || b.Remote != nil || b.Accepted <= 0 {
+				t.Errorf("the baseline changed with the sink: %+v", b)
+			}
+		})
 	}
 }

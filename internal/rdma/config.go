@@ -109,6 +109,15 @@ type ResponderConfig struct {
 	// must not block. Locking costs a thread hand-off at each wake-up:
 	// leave it nil outside measurements.
 	OnReadLoop func()
+	// KernelWait runs each read loop on an OS thread of its own
+	// (runtime.LockOSThread) that waits for requests in a blocking system
+	// call (sock.Receiver.WaitInKernel) rather than in the Go runtime's
+	// network poller: a request wakes that one thread, where the poller
+	// wakes one thread and hands the loop's goroutine to another. Each
+	// wake-up costs CPU time (12 to 35 µs of it on the 2-vCPU VM of
+	// docs/BENCHMARKS.md), so a responder that is woken often spends less
+	// with it. Default true. Linux only: elsewhere it is ignored.
+	KernelWait bool
 }
 
 // DefaultResponderConfig returns the defaults documented on
@@ -128,6 +137,7 @@ func DefaultResponderConfig() ResponderConfig {
 		BatchSize:        64,
 		RecvBuffer:       16 << 20,
 		ReadLoops:        1,
+		KernelWait:       true,
 	}
 }
 

@@ -406,24 +406,37 @@ func (r *Responder) Run(ctx context.Context) error {
 	errs := make([]error, len(r.loops))
 	for _, l := range r.loops[1:] {
 		wg.Go(func() {
-			if r.cfg.OnReadLoop != nil {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				r.cfg.OnReadLoop()
-			}
+			defer r.pinReadLoop(l)()
 			errs[l.id] = l.run()
 			r.Close() // one loop's socket failed: stop them all
 		})
 	}
-	if r.cfg.OnReadLoop != nil {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		r.cfg.OnReadLoop()
-	}
+	defer r.pinReadLoop(r.loops[0])()
 	errs[0] = r.loops[0].run()
 	r.Close()
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// kernelWaitBound bounds one wait of a KernelWait read loop in the kernel:
+// a safety net, since closing the socket ends the wait at once (sock.Conn.Close).
+const kernelWaitBound = 250 * time.Millisecond
+
+// pinReadLoop locks the calling goroutine, which is about to run l, to its
+// OS thread when the configuration asks for it (OnReadLoop, KernelWait),
+// and returns what undoes that.
+func (r *Responder) pinReadLoop(l *loop) func() {
+	if r.cfg.OnReadLoop == nil && !r.cfg.KernelWait {
+		return func() {}
+	}
+	runtime.LockOSThread()
+	if r.cfg.KernelWait {
+		l.rx.WaitInKernel(kernelWaitBound)
+	}
+	if r.cfg.OnReadLoop != nil {
+		r.cfg.OnReadLoop()
+	}
+	return runtime.UnlockOSThread
 }
 
 // Close sends a DREQ to every established connection (best effort), so

@@ -121,7 +121,10 @@ func (s *Conn) UDPConn() *net.UDPConn { return s.c }
 
 // Close closes the socket; a Read blocked on it returns an error that
 // TransientError reports as permanent.
-func (s *Conn) Close() error { return s.c.Close() }
+func (s *Conn) Close() error {
+	s.wakeWaiters()
+	return s.c.Close()
+}
 
 // TransientError reports whether a receive or send error leaves the socket
 // usable (an interrupted call, an ICMP error reported on the socket, a

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -236,6 +237,11 @@ type Receiver struct {
 	n     int
 	errno syscall.Errno
 	fn    func(fd uintptr) bool
+	// WaitInKernel: the bound of one wait (zero: wait in the netpoller),
+	// the wait as a method value, and whether it read a batch.
+	wait   syscall.Timespec
+	waitFn func(fd uintptr)
+	got    bool
 }
 
 // NewReceiver returns n receive buffers of size bytes each on s. A
@@ -281,7 +287,13 @@ func (q *Receiver) Read() (int, error) {
 		h.n = 0
 	}
 	q.n, q.errno = 0, 0
-	if err := q.s.rc.Read(q.fn); err != nil {
+	if q.waitFn != nil {
+		for q.got = false; !q.got; {
+			if err := q.s.rc.Control(q.waitFn); err != nil {
+				return 0, err
+			}
+		}
+	} else if err := q.s.rc.Read(q.fn); err != nil {
 		return 0, err
 	}
 	if q.errno != 0 {
@@ -289,6 +301,55 @@ func (q *Receiver) Read() (int, error) {
 	}
 	return q.n, nil
 }
+
+// wakeWaiters ends the waits of Receivers in WaitInKernel mode on s at
+// once: shutdown(SHUT_RD) marks the socket shut for reading and wakes the
+// threads polling it (Linux does so on unconnected UDP sockets too, though
+// the call reports ENOTCONN). Close calls it, so that it need not wait for
+// their waits to run out.
+func (s *Conn) wakeWaiters() {
+	_ = s.rc.Control(func(fd uintptr) {
+		_ = syscall.Shutdown(int(fd), syscall.SHUT_RD)
+	})
+}
+
+// WaitInKernel makes Read wait for datagrams in a blocking system call on
+// the calling thread (ppoll), for at most d at a time, instead of parking
+// its goroutine in the Go runtime's network poller. Meant for a goroutine
+// locked to an OS thread of its own (runtime.LockOSThread): its thread then
+// sleeps in the kernel and the datagram's arrival wakes that thread alone,
+// where a wake-up through the poller runs on one thread and hands the
+// goroutine to another. Close waits for a wait in progress to end, so d
+// bounds that delay.
+func (q *Receiver) WaitInKernel(d time.Duration) {
+	q.wait = syscall.NsecToTimespec(int64(max(d, time.Millisecond)))
+	q.waitFn = q.waitRead
+}
+
+// waitRead reads a batch or, if none is there, waits for one and reads it;
+// q.got says whether it did (false after a wait that ran out).
+func (q *Receiver) waitRead(fd uintptr) {
+	if q.got = q.recvmmsg(fd); q.got {
+		return
+	}
+	pfd := pollFd{fd: int32(fd), events: pollIn}
+	ts := q.wait
+	_, _, errno := syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1,
+		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	if errno == 0 && pfd.revents != 0 {
+		q.got = q.recvmmsg(fd)
+	}
+}
+
+// pollFd is struct pollfd.
+type pollFd struct {
+	fd      int32
+	events  int16
+	revents int16
+}
+
+// pollIn is POLLIN.
+const pollIn = 0x1
 
 func (q *Receiver) recvmmsg(fd uintptr) bool {
 	for {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/netip"
 	"syscall"
+	"time"
 )
 
 // errNoGroup: sockets sharing a port are used on Linux only.
@@ -46,6 +47,13 @@ type Receiver struct {
 func NewReceiver(s *Conn, _ int, size int) *Receiver {
 	return &Receiver{s: s, bufs: [][]byte{make([]byte, size)}}
 }
+
+// wakeWaiters does nothing: no Receiver waits in the kernel here.
+func (s *Conn) wakeWaiters() {}
+
+// WaitInKernel does nothing on this platform: Read waits in the Go
+// runtime's network poller.
+func (q *Receiver) WaitInKernel(time.Duration) {}
 
 // Read waits for a datagram and returns 1.
 func (q *Receiver) Read() (int, error) {

@@ -1,0 +1,361 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"reflect"
+	"sync"
+	"time"
+
+	collectorpkg "github.com/dta-go/dta/internal/collector"
+	"github.com/dta-go/dta/internal/memop"
+	"github.com/dta-go/dta/internal/rdma"
+	"github.com/dta-go/dta/internal/region"
+	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/internal/uplink"
+)
+
+// ResponderChildEnv is set (to "1") in the environment of the process
+// RoCEProcessSink starts. A test binary that runs itself as that process
+// checks it in TestMain and calls ServeResponder.
+const ResponderChildEnv = "DTA_BENCH_RESPONDER"
+
+// responderRequest is what RoCEProcessSink writes, as one JSON line, to the
+// responder process's standard input.
+type responderRequest struct {
+	Descriptors []store.Descriptor `json:"descriptors"`
+	Region      region.Config      `json:"region"`
+	KernelWait  bool               `json:"kernel_wait"` // rdma.ResponderConfig.KernelWait
+}
+
+// responderReply is the responder process's first line: the address it
+// serves RoCEv2 on, or why it cannot.
+type responderReply struct {
+	Addr  string `json:"addr,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// responderCounters is the responder process's answer to a "stats" line.
+type responderCounters struct {
+	Writes, WriteBytes, Atomics uint64
+	Packets, Batches            uint64
+	CPUNanos                    int64 // getrusage(RUSAGE_SELF): every thread of the process
+}
+
+// ServeResponder is the responder process of RoCEProcessSink (`dta bench
+// responder`): it reads one request line from in (the stores and their region
+// configuration), maps the stores, serves them with the software RDMA
+// responder `dta collector` runs (collector.NewResponder) on 127.0.0.1, and
+// writes the address to out. Then, for each "stats" line it reads, it writes
+// its counters and the CPU time of the whole process, until in ends; then it
+// stops the responder and unmaps the stores.
+func ServeResponder(in io.Reader, out io.Writer) error {
+	r := bufio.NewReader(in)
+	enc := json.NewEncoder(out)
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("bench responder: reading the request: %w", err)
+	}
+	var req responderRequest
+	if err := json.Unmarshal(line, &req); err != nil {
+		return fmt.Errorf("bench responder: request: %w", err)
+	}
+	fail := func(err error) error {
+		_ = enc.Encode(responderReply{Error: err.Error()})
+		return err
+	}
+	for i := range req.Descriptors {
+		if err := req.Descriptors[i].Validate(); err != nil {
+			return fail(fmt.Errorf("bench responder: store %d: %w", i, err))
+		}
+	}
+	cat, err := store.Open(req.Descriptors, req.Region, nil)
+	if err != nil {
+		return fail(fmt.Errorf("bench responder: %w", err))
+	}
+	defer cat.Close()
+	rc := rdma.DefaultResponderConfig()
+	rc.Addr = "127.0.0.1:0"
+	rc.KernelWait = req.KernelWait
+	resp, err := collectorpkg.NewResponder(cat, rc, nil)
+	if err != nil {
+		return fail(fmt.Errorf("bench responder: %w", err))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- resp.Run(ctx) }()
+	stop := func() error {
+		cancel()
+		resp.Close()
+		return <-done
+	}
+	if err := enc.Encode(responderReply{Addr: resp.LocalAddr().String()}); err != nil {
+		stop()
+		return err
+	}
+	st := resp.Stats()
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			break // the parent closed its end: the run is over
+		}
+		if string(bytes.TrimSpace(line)) != "stats" {
+			stop()
+			return fmt.Errorf("bench responder: unknown request %q", line)
+		}
+		c := responderCounters{
+			Writes: st.Writes.Load(), WriteBytes: st.WriteBytes.Load(), Atomics: st.Atomics.Load(),
+			Packets: st.Packets.Load(), Batches: st.Batches.Load(), CPUNanos: int64(processCPU()),
+		}
+		if err := enc.Encode(c); err != nil {
+			stop()
+			return err
+		}
+	}
+	return stop()
+}
+
+// roceProcSink is roceSink with the responder in a process of its own.
+type roceProcSink struct {
+	req *rdma.Requester
+	up  *uplink.Uplink
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+	log *stderrBuffer // the process's standard error
+
+	mu   sync.Mutex
+	last responderCounters
+	err  error // the first failed stats exchange
+}
+
+// RoCEProcessSink returns a Config.NewSink that writes over RoCEv2, as
+// NewRoCESink does, to a software RDMA responder running in a process of its
+// own: command (the dta binary with the arguments "bench", "responder", or a
+// test binary that calls ServeResponder when ResponderChildEnv is set) is
+// started with ResponderChildEnv set and given the run's store descriptors,
+// rc and kernelWait (rdma.ResponderConfig.KernelWait), maps its own copy of
+// the stores, and serves them. The responder's
+// CPU time is then the whole process's, its Go runtime's threads included,
+// as `dta collector`'s would be, rather than one thread's; the translator's
+// is the bench process's. The run's own catalogue stays as it is.
+func RoCEProcessSink(command []string, rc region.Config, kernelWait bool) func(*store.Catalog) (Sink, error) {
+	return func(local *store.Catalog) (Sink, error) {
+		if len(command) == 0 {
+			return nil, errors.New("no responder command")
+		}
+		s := &roceProcSink{log: new(stderrBuffer)}
+		s.cmd = exec.Command(command[0], command[1:]...)
+		s.cmd.Env = append(os.Environ(), ResponderChildEnv+"=1")
+		s.cmd.Stderr = s.log
+		var err error
+		if s.in, err = s.cmd.StdinPipe(); err != nil {
+			return nil, err
+		}
+		stdout, err := s.cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		s.out = bufio.NewReader(stdout)
+		if err := s.cmd.Start(); err != nil {
+			return nil, fmt.Errorf("responder process: %w", err)
+		}
+		addr, err := s.start(responderRequest{Descriptors: local.Descriptors(), Region: rc, KernelWait: kernelWait})
+		if err != nil {
+			s.stopProcess()
+			return nil, err
+		}
+		rq := rdma.DefaultRequesterConfig()
+		if rq.Collector, err = netip.ParseAddrPort(addr); err != nil {
+			s.stopProcess()
+			return nil, fmt.Errorf("responder process: address %q: %w", addr, err)
+		}
+		dctx, dcancel := context.WithTimeout(context.Background(), dialTimeout)
+		defer dcancel()
+		up, err := uplink.Dial(dctx, rq, nil)
+		if err != nil {
+			s.stopProcess()
+			return nil, fmt.Errorf("dial: %w", err)
+		}
+		s.up, s.req = up, up.Requester()
+		if !reflect.DeepEqual(up.Descriptors(), local.Descriptors()) {
+			s.Close()
+			return nil, errors.New("the responder process advertised other stores than the run's catalogue holds")
+		}
+		if _, err := s.exchange(); err != nil {
+			s.Close()
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// start sends the request and reads the address the responder serves on.
+func (s *roceProcSink) start(req responderRequest) (string, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.in.Write(append(b, '\n')); err != nil {
+		return "", fmt.Errorf("responder process: %w", s.withLog(err))
+	}
+	var rep responderReply
+	if err := s.readLine(&rep); err != nil {
+		return "", err
+	}
+	if rep.Error != "" {
+		return "", fmt.Errorf("responder process: %s", rep.Error)
+	}
+	return rep.Addr, nil
+}
+
+// readLine decodes the process's next line into v, waiting at most
+// dialTimeout (a store of gigabytes is pre-faulted before the first).
+func (s *roceProcSink) readLine(v any) error {
+	type result struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		b, err := s.out.ReadBytes('\n')
+		ch <- result{b, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return fmt.Errorf("responder process: %w", s.withLog(r.err))
+		}
+		if err := json.Unmarshal(r.b, v); err != nil {
+			return fmt.Errorf("responder process: %q: %w", r.b, err)
+		}
+		return nil
+	case <-time.After(dialTimeout):
+		s.cmd.Process.Kill()
+		return fmt.Errorf("responder process: no answer in %v", dialTimeout)
+	}
+}
+
+// withLog adds what the process wrote to its standard error to err.
+func (s *roceProcSink) withLog(err error) error {
+	if l := s.log.String(); l != "" {
+		return fmt.Errorf("%w (its stderr: %s)", err, l)
+	}
+	return err
+}
+
+// stderrBuffer keeps the first 4 KiB written to it; the process's stderr is
+// copied into it on a goroutine of os/exec while withLog may read it.
+type stderrBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *stderrBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p[:min(len(p), 4096-len(t.b))]...)
+	return len(p), nil
+}
+
+func (t *stderrBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(bytes.TrimSpace(t.b))
+}
+
+// exchange asks the process for its counters.
+func (s *roceProcSink) exchange() (responderCounters, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.last, s.err
+	}
+	var c responderCounters
+	_, err := io.WriteString(s.in, "stats\n")
+	if err == nil {
+		err = s.readLine(&c)
+	}
+	if err != nil {
+		s.err = err
+		return s.last, err
+	}
+	s.last = c
+	return c, nil
+}
+
+func (s *roceProcSink) Apply(ops []memop.Op) error         { return s.req.Apply(ops) }
+func (s *roceProcSink) ApplyDeferred(ops []memop.Op) error { return s.req.ApplyDeferred(ops) }
+func (s *roceProcSink) Push()                              { s.req.Push() }
+
+// Drain waits until the responder acknowledged every op sent.
+func (s *roceProcSink) Drain(ctx context.Context) error {
+	if err := s.up.Flush(ctx); err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	return nil
+}
+
+// Stats reads the requester's counters, then the responder process's (its
+// last answer if it no longer answers: Close reports that).
+func (s *roceProcSink) Stats() SinkStats {
+	q := s.req.Stats()
+	st := SinkStats{
+		Ops:         q.Writes.Load() + q.WriteImms.Load() + q.FetchAdds.Load(),
+		Packets:     q.Packets.Load(),
+		Retransmits: q.Retransmits.Load(),
+		Lost:        q.OpsLost.Load() + q.OpsFailed.Load(),
+	}
+	c, _ := s.exchange()
+	st.Applied = c.Writes + c.Atomics
+	st.AppliedBytes = c.WriteBytes + 8*c.Atomics
+	st.RemoteCPU = time.Duration(c.CPUNanos)
+	st.RemotePackets, st.RemoteReads = c.Packets, c.Batches
+	st.RemoteProcess = true
+	return st
+}
+
+// Close disconnects the requester, then ends the responder process and
+// waits for it.
+func (s *roceProcSink) Close() error {
+	err := s.up.Close()
+	if perr := s.stopProcess(); perr != nil && err == nil {
+		err = perr
+	}
+	s.mu.Lock()
+	if s.err != nil && err == nil {
+		err = s.err
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("close: %w", err)
+	}
+	return nil
+}
+
+// stopProcess closes the process's standard input, which ends it, and
+// waits for it (killing it after dialTimeout).
+func (s *roceProcSink) stopProcess() error {
+	s.in.Close()
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("responder process: %w", s.withLog(err))
+		}
+		return nil
+	case <-time.After(dialTimeout):
+		s.cmd.Process.Kill()
+		<-done
+		return errors.New("responder process: did not stop; killed")
+	}
+}
