@@ -46,21 +46,23 @@ const dialTimeout = 10 * time.Second
 // executed and acknowledged there. What runs elsewhere counts as the
 // translator's: its timer goroutine (retransmission timeouts, a tick every
 // 25 ms) and, with the responder waiting in the runtime's network poller
-// (RoCEThreadSink(false)), the poller's work of waking it, which is most of
+// (RoCEThreadSink with Kernel false), the poller's work of waking it, which is most of
 // the cost of a wake-up. RoCEProcessSink measures the whole responder.
-func NewRoCESink(local *store.Catalog) (Sink, error) { return RoCEThreadSink(true)(local) }
-
-// RoCEThreadSink returns NewRoCESink with rdma.ResponderConfig.KernelWait
-// set to kernelWait.
-func RoCEThreadSink(kernelWait bool) func(*store.Catalog) (Sink, error) {
-	return func(local *store.Catalog) (Sink, error) { return newRoCESink(local, kernelWait) }
+func NewRoCESink(local *store.Catalog) (Sink, error) {
+	return RoCEThreadSink(ResponderWait{Kernel: true})(local)
 }
 
-func newRoCESink(local *store.Catalog, kernelWait bool) (Sink, error) {
+// RoCEThreadSink returns NewRoCESink with the responder's read loop waiting
+// as w says.
+func RoCEThreadSink(w ResponderWait) func(*store.Catalog) (Sink, error) {
+	return func(local *store.Catalog) (Sink, error) { return newRoCESink(local, w) }
+}
+
+func newRoCESink(local *store.Catalog, w ResponderWait) (Sink, error) {
 	s := &roceSink{done: make(chan error, 1)}
 	rc := rdma.DefaultResponderConfig()
 	rc.Addr = "127.0.0.1:0"
-	rc.KernelWait = kernelWait
+	rc.KernelWait, rc.PollBeforeWait = w.Kernel, w.Poll
 	rc.OnReadLoop = func() { s.tid.Store(int64(threadID())) }
 	resp, err := collectorpkg.NewResponder(local, rc, nil)
 	if err != nil {

@@ -33,7 +33,15 @@ const ResponderChildEnv = "DTA_BENCH_RESPONDER"
 type responderRequest struct {
 	Descriptors []store.Descriptor `json:"descriptors"`
 	Region      region.Config      `json:"region"`
-	KernelWait  bool               `json:"kernel_wait"` // rdma.ResponderConfig.KernelWait
+	KernelWait  bool               `json:"kernel_wait"`      // rdma.ResponderConfig.KernelWait
+	Poll        time.Duration      `json:"poll_before_wait"` // rdma.ResponderConfig.PollBeforeWait
+}
+
+// ResponderWait is how the responder's read loops wait for requests
+// (rdma.ResponderConfig.KernelWait and PollBeforeWait).
+type ResponderWait struct {
+	Kernel bool          // in a blocking system call on a thread of their own
+	Poll   time.Duration // polling the socket this long first (Kernel only)
 }
 
 // responderReply is the responder process's first line: the address it
@@ -84,7 +92,10 @@ func ServeResponder(in io.Reader, out io.Writer) error {
 	defer cat.Close()
 	rc := rdma.DefaultResponderConfig()
 	rc.Addr = "127.0.0.1:0"
-	rc.KernelWait = req.KernelWait
+	rc.KernelWait, rc.PollBeforeWait = req.KernelWait, req.Poll
+	if err := rc.Validate(); err != nil {
+		return fail(fmt.Errorf("bench responder: %w", err))
+	}
 	resp, err := collectorpkg.NewResponder(cat, rc, nil)
 	if err != nil {
 		return fail(fmt.Errorf("bench responder: %w", err))
@@ -142,12 +153,11 @@ type roceProcSink struct {
 // own: command (the dta binary with the arguments "bench", "responder", or a
 // test binary that calls ServeResponder when ResponderChildEnv is set) is
 // started with ResponderChildEnv set and given the run's store descriptors,
-// rc and kernelWait (rdma.ResponderConfig.KernelWait), maps its own copy of
-// the stores, and serves them. The responder's
+// rc and w, maps its own copy of the stores, and serves them. The responder's
 // CPU time is then the whole process's, its Go runtime's threads included,
 // as `dta collector`'s would be, rather than one thread's; the translator's
 // is the bench process's. The run's own catalogue stays as it is.
-func RoCEProcessSink(command []string, rc region.Config, kernelWait bool) func(*store.Catalog) (Sink, error) {
+func RoCEProcessSink(command []string, rc region.Config, w ResponderWait) func(*store.Catalog) (Sink, error) {
 	return func(local *store.Catalog) (Sink, error) {
 		if len(command) == 0 {
 			return nil, errors.New("no responder command")
@@ -168,7 +178,7 @@ func RoCEProcessSink(command []string, rc region.Config, kernelWait bool) func(*
 		if err := s.cmd.Start(); err != nil {
 			return nil, fmt.Errorf("responder process: %w", err)
 		}
-		addr, err := s.start(responderRequest{Descriptors: local.Descriptors(), Region: rc, KernelWait: kernelWait})
+		addr, err := s.start(responderRequest{Descriptors: local.Descriptors(), Region: rc, KernelWait: w.Kernel, Poll: w.Poll})
 		if err != nil {
 			s.stopProcess()
 			return nil, err

@@ -408,13 +408,13 @@ func TestCombineKeepsTheCeilingRatios(t *testing.T) {
 }
 
 func TestRunOverRoCEWithTheResponderInAProcessOfItsOwn(t *testing.T) {
-	for _, kernelWait := range []bool{true, false} {
-		t.Run(fmt.Sprintf("kernel wait %v", kernelWait), func(t *testing.T) {
+	for _, w := range []ResponderWait{{Kernel: true}, {Kernel: true, Poll: 20 * time.Microsecond}, {}} {
+		t.Run(fmt.Sprintf("%+v", w), func(t *testing.T) {
 			cfg := smallConfig(dta.KeyWrite)
 			cfg.Baseline, cfg.Ceiling = false, false
 			cfg.SinkName = "roce"
 			// This test binary, started again, is the responder (TestMain).
-			cfg.NewSink = RoCEProcessSink([]string{os.Args[0]}, cfg.Region, kernelWait)
+			cfg.NewSink = RoCEProcessSink([]string{os.Args[0]}, cfg.Region, w)
 			rep, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -445,6 +445,7 @@ func TestTheResponderProcessRefusesABadRequest(t *testing.T) {
 		{"no request", ""},
 		{"not JSON", "stats\n"},
 		{"a store that does not validate", `{"descriptors":[{"Name":"x","ID":1,"Primitive":1}],"region":{}}` + "\n"},
+		{"a poll without a kernel wait", `{"descriptors":[],"region":{},"poll_before_wait":1000}` + "\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer

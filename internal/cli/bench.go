@@ -34,6 +34,7 @@ type benchOptions struct {
 	responder  string
 	// responderWait is where the responder's read loop waits: kernel or poller.
 	responderWait string
+	responderPoll time.Duration
 	output        string
 	quiet         bool
 	cpuProfile    string
@@ -182,6 +183,7 @@ A progress line goes to stderr every second (-q silences it).`,
 	fl.StringVar(&o.sink, "sink", "local", "where the translator writes: local (into the stores, in-process) or roce (RoCEv2 over loopback to a software RDMA responder serving the stores)")
 	fl.StringVar(&o.responder, "responder", "process", "with --sink roce: where the software RDMA responder runs: process (a process of its own, started from this program, whose whole CPU time is the responder's) or thread (a goroutine of this process locked to its OS thread, whose thread's CPU time is)")
 	fl.StringVar(&o.responderWait, "responder-wait", "kernel", "with --sink roce: where the responder's read loop waits for requests: kernel (a blocking system call on a thread of its own, as dta collector does) or poller (the Go runtime's network poller)")
+	fl.DurationVar(&o.responderPoll, "responder-poll", 0, "with --sink roce and --responder-wait kernel: poll the responder's socket this long before each wait (at most 1ms; 0 waits at once)")
 	fl.StringVarP(&o.output, "output", "o", "table", "output: table or json")
 	fl.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
 	fl.StringVar(&o.jsonFile, "json", "", "also write the JSON output to `file`")
@@ -244,13 +246,19 @@ func (o *benchOptions) complete() error {
 	case "local":
 		c.SinkName = "local"
 	case "roce":
-		var kernelWait bool
+		w := bench.ResponderWait{Poll: o.responderPoll}
 		switch o.responderWait {
 		case "kernel":
-			kernelWait = true
+			w.Kernel = true
 		case "poller":
+			if w.Poll != 0 {
+				return usageError("--responder-poll applies to --responder-wait kernel only")
+			}
 		default:
 			return usageError("--responder-wait: %q is not kernel or poller", o.responderWait)
+		}
+		if w.Poll < 0 || w.Poll > time.Millisecond {
+			return usageError("--responder-poll: %v out of range [0, 1ms]", w.Poll)
 		}
 		switch o.responder {
 		case "process":
@@ -258,9 +266,9 @@ func (o *benchOptions) complete() error {
 			if err != nil {
 				return fmt.Errorf("--responder process: finding this program to start it as the responder: %w", err)
 			}
-			c.SinkName, c.NewSink = "roce", bench.RoCEProcessSink([]string{exe, "bench", "responder"}, c.Region, kernelWait)
+			c.SinkName, c.NewSink = "roce", bench.RoCEProcessSink([]string{exe, "bench", "responder"}, c.Region, w)
 		case "thread":
-			c.SinkName, c.NewSink = "roce/thread", bench.RoCEThreadSink(kernelWait)
+			c.SinkName, c.NewSink = "roce/thread", bench.RoCEThreadSink(w)
 		default:
 			return usageError("--responder: %q is not process or thread", o.responder)
 		}

@@ -34,6 +34,8 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"--transport", "xdp", "--queues", "17"},
 		{"--sink", "roce", "--responder", "nic"},
 		{"--sink", "roce", "--responder-wait", "spin"},
+		{"--sink", "roce", "--responder-poll", "2ms"},
+		{"--sink", "roce", "--responder-wait", "poller", "--responder-poll", "10us"},
 	} {
 		if code, _, errs := runBenchArgs(t, args...); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, errs)

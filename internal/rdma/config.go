@@ -118,6 +118,14 @@ type ResponderConfig struct {
 	// docs/BENCHMARKS.md), so a responder that is woken often spends less
 	// with it. Default true. Linux only: elsewhere it is ignored.
 	KernelWait bool
+	// PollBeforeWait, with KernelWait, makes each read loop poll its socket
+	// for up to this long before it waits in the kernel
+	// (sock.Receiver.PollBeforeWait): a batch that comes meanwhile costs no
+	// wake-up, the polling costs CPU. 0 (the default) waits at once; at most
+	// 1 ms. On the 2-vCPU VM of docs/BENCHMARKS.md every value tried (5 to
+	// 50 µs) cost more CPU per report than it saved, as polling took CPU from
+	// the translator on the same host.
+	PollBeforeWait time.Duration
 }
 
 // DefaultResponderConfig returns the defaults documented on
@@ -165,6 +173,12 @@ func (c ResponderConfig) Validate() error {
 	}
 	if c.IdleTimeout < 0 {
 		errs = append(errs, fmt.Errorf("rdma: ResponderConfig.IdleTimeout = %v, want >= 0", c.IdleTimeout))
+	}
+	switch {
+	case c.PollBeforeWait < 0 || c.PollBeforeWait > time.Millisecond:
+		errs = append(errs, fmt.Errorf("rdma: ResponderConfig.PollBeforeWait = %v, want 0 to 1ms", c.PollBeforeWait))
+	case c.PollBeforeWait > 0 && !c.KernelWait:
+		errs = append(errs, fmt.Errorf("rdma: ResponderConfig.PollBeforeWait = %v needs KernelWait", c.PollBeforeWait))
 	}
 	return errors.Join(errs...)
 }

@@ -50,8 +50,15 @@ func testResponderConfig(host string) ResponderConfig {
 	cfg.Retries = 50
 	cfg.RecvBuffer = 4 << 20
 	cfg.ReadLoops = testReadLoops()
+	cfg.KernelWait = os.Getenv(pollerWaitEnv) == ""
 	return cfg
 }
+
+// pollerWaitEnv, set, makes the responders the tests start wait for
+// requests in the Go runtime's network poller (KernelWait false), as
+// TestSuiteWithParallelReadLoops's run does; unset, they wait in the
+// kernel, the default.
+const pollerWaitEnv = "DTA_TEST_POLLER_WAIT"
 
 // readLoopsEnv sets the ReadLoops of the responders the tests start
 // (testResponderConfig); unset, 1. TestSuiteWithParallelReadLoops runs the

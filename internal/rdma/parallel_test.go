@@ -42,9 +42,11 @@ func needSocketGroups(t *testing.T) {
 // (DTA_TEST_READ_LOOPS), so that everything the responder enforces —
 // ICRC, PSN rules, rkeys, bounds, replays, NAKs, CM limits, the allowlist,
 // timers, GRO, captures — is proven with QPs owned by loops other than the
-// first too. Run one configuration by hand with
+// first too. That run's read loops also wait in the Go runtime's network
+// poller (DTA_TEST_POLLER_WAIT) rather than in the kernel, the default, so
+// that both ways of waiting go through the whole suite. Run it by hand with
 //
-//	DTA_TEST_READ_LOOPS=4 go test ./internal/rdma
+//	DTA_TEST_READ_LOOPS=4 DTA_TEST_POLLER_WAIT=1 go test ./internal/rdma
 func TestSuiteWithParallelReadLoops(t *testing.T) {
 	needSocketGroups(t)
 	if os.Getenv(readLoopsEnv) != "" {
@@ -55,11 +57,11 @@ func TestSuiteWithParallelReadLoops(t *testing.T) {
 	}
 	for _, loops := range []string{"4"} {
 		cmd := exec.Command(os.Args[0], "-test.count=1", "-test.timeout=5m")
-		cmd.Env = append(os.Environ(), readLoopsEnv+"="+loops)
+		cmd.Env = append(os.Environ(), readLoopsEnv+"="+loops, pollerWaitEnv+"=1")
 		start := time.Now()
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("the package's tests with %s=%s failed (%v):\n%s", readLoopsEnv, loops, err, out)
+			t.Fatalf("the package's tests with %s=%s and %s=1 failed (%v):\n%s", readLoopsEnv, loops, pollerWaitEnv, err, out)
 		}
 		t.Logf("%s=%s: passed in %v", readLoopsEnv, loops, time.Since(start).Round(time.Millisecond))
 	}

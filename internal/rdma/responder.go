@@ -432,6 +432,7 @@ func (r *Responder) pinReadLoop(l *loop) func() {
 	runtime.LockOSThread()
 	if r.cfg.KernelWait {
 		l.rx.WaitInKernel(kernelWaitBound)
+		l.rx.PollBeforeWait(r.cfg.PollBeforeWait)
 	}
 	if r.cfg.OnReadLoop != nil {
 		r.cfg.OnReadLoop()

@@ -453,6 +453,17 @@ func TestResponderConfigValidate(t *testing.T) {
 			t.Errorf("Validate does not name %s: %v", want, err)
 		}
 	}
+	for _, c := range []ResponderConfig{
+		{PollBeforeWait: 2 * time.Millisecond, KernelWait: true},
+		{PollBeforeWait: -time.Microsecond, KernelWait: true},
+		{PollBeforeWait: 10 * time.Microsecond, KernelWait: false},
+	} {
+		d := DefaultResponderConfig()
+		d.PollBeforeWait, d.KernelWait = c.PollBeforeWait, c.KernelWait
+		if err := d.Validate(); err == nil || !bytes.Contains([]byte(err.Error()), []byte("PollBeforeWait")) {
+			t.Errorf("PollBeforeWait %v with KernelWait %v: %v", c.PollBeforeWait, c.KernelWait, err)
+		}
+	}
 	rc := DefaultRequesterConfig()
 	if err := rc.Validate(); err == nil {
 		t.Error("a requester config without a collector validates")

@@ -242,6 +242,7 @@ type Receiver struct {
 	wait   syscall.Timespec
 	waitFn func(fd uintptr)
 	got    bool
+	spin   time.Duration // PollBeforeWait
 }
 
 // NewReceiver returns n receive buffers of size bytes each on s. A
@@ -319,18 +320,32 @@ func (s *Conn) wakeWaiters() {
 // locked to an OS thread of its own (runtime.LockOSThread): its thread then
 // sleeps in the kernel and the datagram's arrival wakes that thread alone,
 // where a wake-up through the poller runs on one thread and hands the
-// goroutine to another. Close waits for a wait in progress to end, so d
-// bounds that delay.
+// goroutine to another. Closing the socket (Conn.Close) ends a wait at
+// once; d bounds a wait that nothing ends.
 func (q *Receiver) WaitInKernel(d time.Duration) {
 	q.wait = syscall.NsecToTimespec(int64(max(d, time.Millisecond)))
 	q.waitFn = q.waitRead
 }
+
+// PollBeforeWait makes a Receiver in WaitInKernel mode try to read again
+// and again, for up to d, before it waits in the kernel: a batch that comes
+// within d then costs no sleep and wake-up, at the price of the CPU spent
+// polling (the kernel's busy polling, which needs a device with NAPI, does
+// the same for sockets of real interfaces).
+func (q *Receiver) PollBeforeWait(d time.Duration) { q.spin = max(d, 0) }
 
 // waitRead reads a batch or, if none is there, waits for one and reads it;
 // q.got says whether it did (false after a wait that ran out).
 func (q *Receiver) waitRead(fd uintptr) {
 	if q.got = q.recvmmsg(fd); q.got {
 		return
+	}
+	if q.spin > 0 {
+		for end := time.Now().Add(q.spin); time.Now().Before(end); {
+			if q.got = q.recvmmsg(fd); q.got {
+				return
+			}
+		}
 	}
 	pfd := pollFd{fd: int32(fd), events: pollIn}
 	ts := q.wait

@@ -55,6 +55,9 @@ func (s *Conn) wakeWaiters() {}
 // runtime's network poller.
 func (q *Receiver) WaitInKernel(time.Duration) {}
 
+// PollBeforeWait does nothing on this platform.
+func (q *Receiver) PollBeforeWait(time.Duration) {}
+
 // Read waits for a datagram and returns 1.
 func (q *Receiver) Read() (int, error) {
 	n, _, _, from, err := q.s.c.ReadMsgUDPAddrPort(q.bufs[0], nil)

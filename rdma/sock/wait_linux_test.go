@@ -9,6 +9,12 @@ import (
 )
 
 func TestAReceiverWaitingInTheKernelGetsEveryBatchAndStopsAtClose(t *testing.T) {
+	for _, poll := range []time.Duration{0, 100 * time.Microsecond} {
+		t.Run("poll "+poll.String(), func(t *testing.T) { testWaitInKernel(t, poll) })
+	}
+}
+
+func testWaitInKernel(t *testing.T, poll time.Duration) {
 	rx, err := sock.Listen("127.0.0.1:0", 1<<20, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -20,6 +26,7 @@ func TestAReceiverWaitingInTheKernelGetsEveryBatchAndStopsAtClose(t *testing.T) 
 	defer tx.Close()
 	r := sock.NewReceiver(rx, 8, 64)
 	r.WaitInKernel(time.Minute) // only Close can end a wait early
+	r.PollBeforeWait(poll)
 	type read struct {
 		msgs []string
 		err  error
