@@ -112,11 +112,11 @@ type ResponderConfig struct {
 	// KernelWait runs each read loop on an OS thread of its own
 	// (runtime.LockOSThread) that waits for requests in a blocking system
 	// call (sock.Receiver.WaitInKernel) rather than in the Go runtime's
-	// network poller: a request wakes that one thread, where the poller
-	// wakes one thread and hands the loop's goroutine to another. Each
-	// wake-up costs CPU time (12 to 35 µs of it on the 2-vCPU VM of
-	// docs/BENCHMARKS.md), so a responder that is woken often spends less
-	// with it. Default true. Linux only: elsewhere it is ignored.
+	// network poller. On the 2-vCPU VM of docs/BENCHMARKS.md a responder at
+	// capacity spends 9 to 22 % less CPU per request so (with the poller a
+	// second thread keeps waking), and one woken for every request a little
+	// more (28 against 20 µs per wake-up, BenchmarkWakeUp in rdma/sock).
+	// Default true. Linux only: elsewhere it is ignored.
 	KernelWait bool
 	// PollBeforeWait, with KernelWait, makes each read loop poll its socket
 	// for up to this long before it waits in the kernel

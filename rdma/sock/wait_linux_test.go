@@ -1,7 +1,15 @@
 package sock_test
 
 import (
+	"bufio"
+	"fmt"
+	"io"
 	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,4 +88,119 @@ func testWaitInKernel(t *testing.T, poll time.Duration) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Close took %v: it waited for the wait's bound", d)
 	}
+}
+
+// BenchmarkWakeUp measures what a wake-up costs: one datagram bounces
+// between this process and an echo process (this test binary started again,
+// TestMain), so that every datagram finds its reader asleep: the two sides
+// are separate processes, as a translator and a collector are, and neither
+// runtime has other work to switch to. cpu-µs/wake is this process's CPU time
+// (getrusage) per datagram it waits for, for the two ways a Receiver can
+// wait, both sides alike: in the Go runtime's network poller, or in the
+// kernel (WaitInKernel, on a goroutine locked to its OS thread).
+func BenchmarkWakeUp(b *testing.B) {
+	for _, mode := range []string{"poller", "kernel"} {
+		b.Run(mode, func(b *testing.B) {
+			self, err := sock.Listen("127.0.0.1:0", 1<<20, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer self.Close()
+			echo := exec.Command(os.Args[0], "-test.run=^$")
+			echo.Env = append(os.Environ(), echoEnv+"="+mode)
+			in, err := echo.StdinPipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := echo.StdoutPipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := echo.Start(); err != nil {
+				b.Fatal(err)
+			}
+			defer func() { in.Close(); echo.Wait() }()
+			line, err := bufio.NewReader(out).ReadString('\n')
+			if err != nil {
+				b.Fatal(err)
+			}
+			peer, err := netip.ParseAddrPort(strings.TrimSpace(line))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if mode == "kernel" {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+			}
+			r, s := waiter(self, mode), sock.NewSender(self, 1, 64)
+			var ru0, ru1 syscall.Rusage
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+			b.ResetTimer()
+			for range b.N {
+				s.Add(append(s.Buf(), "ping"...), peer, netip.Addr{})
+				if err := s.Flush(); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := r.Read(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+			cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+			b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(b.N), "cpu-µs/wake")
+		})
+	}
+}
+
+// echoEnv, set to poller or kernel, makes this test binary the echo process
+// of BenchmarkWakeUp (TestMain), waiting that way.
+const echoEnv = "DTA_SOCK_ECHO"
+
+// waiter returns a receiver on c that waits as mode says.
+func waiter(c *sock.Conn, mode string) *sock.Receiver {
+	r := sock.NewReceiver(c, 1, 64)
+	if mode == "kernel" {
+		r.WaitInKernel(time.Second)
+	}
+	return r
+}
+
+// serveEcho is the echo process: it prints its address, then sends every
+// datagram back to its source until its standard input ends.
+func serveEcho(mode string) error {
+	c, err := sock.Listen("127.0.0.1:0", 1<<20, 0)
+	if err != nil {
+		return err
+	}
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		c.Close()
+	}()
+	if mode == "kernel" {
+		runtime.LockOSThread()
+	}
+	fmt.Println(c.LocalAddr())
+	r, s := waiter(c, mode), sock.NewSender(c, 1, 64)
+	for {
+		if _, err := r.Read(); err != nil {
+			return nil // closed
+		}
+		b, from, _, _ := r.Datagram(0)
+		s.Add(append(s.Buf(), b...), from, netip.Addr{})
+		if err := s.Flush(); err != nil {
+			return err
+		}
+	}
+}
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(echoEnv); mode != "" {
+		if err := serveEcho(mode); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }
