@@ -106,8 +106,9 @@ type ResponderConfig struct {
 	// first packet: what it notes of the thread (its ID, for per-thread CPU
 	// accounting as dta bench does) then holds for all that loop's packet
 	// work. With several read loops it is called on each, concurrently. It
-	// must not block. Locking costs a thread hand-off at each wake-up:
-	// leave it nil outside measurements.
+	// must not block. Without KernelWait, locking costs a thread hand-off
+	// at each wake-up in the network poller: leave it nil outside
+	// measurements then. With KernelWait the loops are locked anyway.
 	OnReadLoop func()
 	// KernelWait runs each read loop on an OS thread of its own
 	// (runtime.LockOSThread) that waits for requests in a blocking system
