@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"sync/atomic"
 	"time"
@@ -21,8 +22,7 @@ import (
 // responder stands in for the collector's RDMA NIC, the translator for the
 // switch.
 type roceSink struct {
-	req  *rdma.Requester // the uplink's sink
-	up   *uplink.Uplink
+	uplinkHalf
 	resp *rdma.Responder
 	stop context.CancelFunc
 	done chan error   // the responder's Run
@@ -72,53 +72,75 @@ func newRoCESink(local *store.Catalog, w ResponderWait) (Sink, error) {
 	s.resp, s.stop = resp, cancel
 	go func() { s.done <- resp.Run(ctx) }()
 
-	rq := rdma.DefaultRequesterConfig()
-	rq.Collector = resp.LocalAddr()
-	dctx, dcancel := context.WithTimeout(context.Background(), dialTimeout)
-	defer dcancel()
-	up, err := uplink.Dial(dctx, rq, nil)
-	if err != nil {
+	if err := s.dial(resp.LocalAddr(), local); err != nil {
 		s.stopResponder()
-		return nil, fmt.Errorf("dial: %w", err)
-	}
-	s.up, s.req = up, up.Requester()
-	// The translator is built over local's descriptors: the advertisement
-	// must name the same stores in the same order.
-	if !reflect.DeepEqual(up.Descriptors(), local.Descriptors()) {
-		s.Close()
-		return nil, errors.New("the responder advertised other stores than the run's catalogue holds")
+		return nil, err
 	}
 	return s, nil
 }
 
+// uplinkHalf is the translator's side of a RoCE sink: the uplink to the
+// responder and its requester, which the translator's ops go through.
+type uplinkHalf struct {
+	req *rdma.Requester // the uplink's sink
+	up  *uplink.Uplink
+}
+
+// dial connects to the responder at addr as `dta translator` does
+// (uplink.Dial, default requester settings) and checks that it advertises
+// local's stores: the translator is built over local's descriptors, so the
+// advertisement must name the same stores in the same order. On an error
+// nothing stays open.
+func (h *uplinkHalf) dial(addr netip.AddrPort, local *store.Catalog) error {
+	rq := rdma.DefaultRequesterConfig()
+	rq.Collector = addr
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	up, err := uplink.Dial(ctx, rq, nil)
+	if err != nil {
+		return fmt.Errorf("dial: %w", err)
+	}
+	if !reflect.DeepEqual(up.Descriptors(), local.Descriptors()) {
+		up.Close()
+		return errors.New("the responder advertised other stores than the run's catalogue holds")
+	}
+	h.up, h.req = up, up.Requester()
+	return nil
+}
+
 // Apply sends ops as RDMA WRITE, WRITE with immediate and FETCH_ADD packets,
 // blocking while the requester's window is full.
-func (s *roceSink) Apply(ops []memop.Op) error { return s.req.Apply(ops) }
+func (h *uplinkHalf) Apply(ops []memop.Op) error { return h.req.Apply(ops) }
 
 // ApplyDeferred queues ops to be sent at the next Push (memop.Deferrer).
-func (s *roceSink) ApplyDeferred(ops []memop.Op) error { return s.req.ApplyDeferred(ops) }
+func (h *uplinkHalf) ApplyDeferred(ops []memop.Op) error { return h.req.ApplyDeferred(ops) }
 
 // Push sends what ApplyDeferred queued.
-func (s *roceSink) Push() { s.req.Push() }
+func (h *uplinkHalf) Push() { h.req.Push() }
 
 // Drain waits until the responder acknowledged every op sent (it executes an
 // op before acknowledging it).
-func (s *roceSink) Drain(ctx context.Context) error {
-	if err := s.up.Flush(ctx); err != nil {
+func (h *uplinkHalf) Drain(ctx context.Context) error {
+	if err := h.up.Flush(ctx); err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
 	return nil
 }
 
-// Stats reads the requester's counters, then the responder's.
-func (s *roceSink) Stats() SinkStats {
-	q, r := s.req.Stats(), s.resp.Stats()
-	st := SinkStats{
+// stats returns the requester's counters; the caller adds the responder's.
+func (h *uplinkHalf) stats() SinkStats {
+	q := h.req.Stats()
+	return SinkStats{
 		Ops:         q.Writes.Load() + q.WriteImms.Load() + q.FetchAdds.Load(),
 		Packets:     q.Packets.Load(),
 		Retransmits: q.Retransmits.Load(),
 		Lost:        q.OpsLost.Load() + q.OpsFailed.Load(),
 	}
+}
+
+// Stats reads the requester's counters, then the responder's.
+func (s *roceSink) Stats() SinkStats {
+	st, r := s.stats(), s.resp.Stats()
 	atomics := r.Atomics.Load()
 	st.Applied = r.Writes.Load() + atomics
 	st.AppliedBytes = r.WriteBytes.Load() + 8*atomics

@@ -11,16 +11,13 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"reflect"
 	"sync"
 	"time"
 
 	collectorpkg "github.com/dta-go/dta/internal/collector"
-	"github.com/dta-go/dta/internal/memop"
 	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
-	"github.com/dta-go/dta/internal/uplink"
 )
 
 // ResponderChildEnv is set (to "1") in the environment of the process
@@ -136,8 +133,7 @@ func ServeResponder(in io.Reader, out io.Writer) error {
 
 // roceProcSink is roceSink with the responder in a process of its own.
 type roceProcSink struct {
-	req *rdma.Requester
-	up  *uplink.Uplink
+	uplinkHalf
 	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Reader
@@ -183,22 +179,14 @@ func RoCEProcessSink(command []string, rc region.Config, w ResponderWait) func(*
 			s.stopProcess()
 			return nil, err
 		}
-		rq := rdma.DefaultRequesterConfig()
-		if rq.Collector, err = netip.ParseAddrPort(addr); err != nil {
+		ap, err := netip.ParseAddrPort(addr)
+		if err != nil {
 			s.stopProcess()
 			return nil, fmt.Errorf("responder process: address %q: %w", addr, err)
 		}
-		dctx, dcancel := context.WithTimeout(context.Background(), dialTimeout)
-		defer dcancel()
-		up, err := uplink.Dial(dctx, rq, nil)
-		if err != nil {
+		if err := s.dial(ap, local); err != nil {
 			s.stopProcess()
-			return nil, fmt.Errorf("dial: %w", err)
-		}
-		s.up, s.req = up, up.Requester()
-		if !reflect.DeepEqual(up.Descriptors(), local.Descriptors()) {
-			s.Close()
-			return nil, errors.New("the responder process advertised other stores than the run's catalogue holds")
+			return nil, fmt.Errorf("responder process: %w", err)
 		}
 		if _, err := s.exchange(); err != nil {
 			s.Close()
@@ -302,28 +290,10 @@ func (s *roceProcSink) exchange() (responderCounters, error) {
 	return c, nil
 }
 
-func (s *roceProcSink) Apply(ops []memop.Op) error         { return s.req.Apply(ops) }
-func (s *roceProcSink) ApplyDeferred(ops []memop.Op) error { return s.req.ApplyDeferred(ops) }
-func (s *roceProcSink) Push()                              { s.req.Push() }
-
-// Drain waits until the responder acknowledged every op sent.
-func (s *roceProcSink) Drain(ctx context.Context) error {
-	if err := s.up.Flush(ctx); err != nil {
-		return fmt.Errorf("drain: %w", err)
-	}
-	return nil
-}
-
 // Stats reads the requester's counters, then the responder process's (its
 // last answer if it no longer answers: Close reports that).
 func (s *roceProcSink) Stats() SinkStats {
-	q := s.req.Stats()
-	st := SinkStats{
-		Ops:         q.Writes.Load() + q.WriteImms.Load() + q.FetchAdds.Load(),
-		Packets:     q.Packets.Load(),
-		Retransmits: q.Retransmits.Load(),
-		Lost:        q.OpsLost.Load() + q.OpsFailed.Load(),
-	}
+	st := s.stats()
 	c, _ := s.exchange()
 	st.Applied = c.Writes + c.Atomics
 	st.AppliedBytes = c.WriteBytes + 8*c.Atomics

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -427,10 +426,9 @@ func TestRunOverRoCEWithTheResponderInAProcessOfItsOwn(t *testing.T) {
 			if rr.OpsSent == 0 || rr.OpsApplied != rr.OpsSent || rr.OpsLost != 0 || rr.OpsPerReport != 2 {
 				t.Errorf("the responder process executed %d of the %d ops sent (%d lost, %.2f per report)", rr.OpsApplied, rr.OpsSent, rr.OpsLost, rr.OpsPerReport)
 			}
-			// DTA's CPU is the translator's (this process minus the senders)
-			// plus the whole responder process's.
-			if rr.ResponderCPUSeconds <= 0 || rr.TranslatorCPUSeconds <= 0 ||
-				math.Abs(rr.ResponderCPUSeconds+rr.TranslatorCPUSeconds-r.CPUSeconds) > 1e-9 {
+			// Both sides did work in the window (how they add up to DTA's
+			// CPU: TestTheCollectorsCPUHolds...).
+			if rr.ResponderCPUSeconds <= 0 || rr.TranslatorCPUSeconds <= 0 {
 				t.Errorf("CPU: responder %.4f s, translator %.4f s, DTA %.4f s", rr.ResponderCPUSeconds, rr.TranslatorCPUSeconds, r.CPUSeconds)
 			}
 			if rr.ResponderPacketsPerRead < 1 || rr.ResponderPacketsPerCPUSecond <= 0 {
