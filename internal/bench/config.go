@@ -125,6 +125,13 @@ type Config struct {
 	// end. The baseline has no sink.
 	SinkName string
 	NewSink  func(local *store.Catalog) (Sink, error)
+	// SinkOwnsStores says that the sink NewSink returns writes to a copy of
+	// the stores of its own (RoCEProcessSink: the responder process maps
+	// them), so that the run's catalogue only names the stores to the
+	// translator. Unless DataDir asks for a durable run, which writes to it,
+	// the catalogue is then not pre-faulted and takes no memory, and no run
+	// counts its regions as resident in this process.
+	SinkOwnsStores bool
 
 	// Progress, if set, receives a progress line every second.
 	Progress io.Writer

@@ -52,7 +52,8 @@ type responderReply struct {
 type responderCounters struct {
 	Writes, WriteBytes, Atomics uint64
 	Packets, Batches            uint64
-	CPUNanos                    int64 // getrusage(RUSAGE_SELF): every thread of the process
+	CPUNanos                    int64  // getrusage(RUSAGE_SELF): every thread of the process
+	RSS                         uint64 // the process's resident set (VmRSS), bytes: the stores and the responder
 }
 
 // ServeResponder is the responder process of RoCEProcessSink (`dta bench
@@ -121,7 +122,7 @@ func ServeResponder(in io.Reader, out io.Writer) error {
 		}
 		c := responderCounters{
 			Writes: st.Writes.Load(), WriteBytes: st.WriteBytes.Load(), Atomics: st.Atomics.Load(),
-			Packets: st.Packets.Load(), Batches: st.Batches.Load(), CPUNanos: int64(processCPU()),
+			Packets: st.Packets.Load(), Batches: st.Batches.Load(), CPUNanos: int64(processCPU()), RSS: rss(),
 		}
 		if err := enc.Encode(c); err != nil {
 			stop()
@@ -299,7 +300,7 @@ func (s *roceProcSink) Stats() SinkStats {
 	st.AppliedBytes = c.WriteBytes + 8*c.Atomics
 	st.RemoteCPU = time.Duration(c.CPUNanos)
 	st.RemotePackets, st.RemoteReads = c.Packets, c.Batches
-	st.RemoteProcess = true
+	st.RemoteProcess, st.RemoteRSS = true, c.RSS
 	return st
 }
 

@@ -63,7 +63,7 @@ type Result struct {
 
 	DatagramsPerRead float64 `json:"datagrams_per_read"`
 	RSS              uint64  `json:"rss_bytes"`
-	RegionBytes      uint64  `json:"region_bytes"`               // store regions mapped (pre-faulted)
+	RegionBytes      uint64  `json:"region_bytes"`               // store regions mapped in this process (pre-faulted); 0 when the sink keeps its own copy (Config.SinkOwnsStores)
 	Checkpoints      uint64  `json:"checkpoints,omitempty"`      // DTADurable: checkpoints written in the run
 	CheckpointBytes  uint64  `json:"checkpoint_bytes,omitempty"` // bytes they wrote
 	CheckpointLastS  float64 `json:"checkpoint_last_seconds,omitempty"`
@@ -105,6 +105,10 @@ type RemoteResult struct {
 	// receive call that returned some, in the window: low when it waits for
 	// the translator and each wake-up finds a few.
 	ResponderPacketsPerRead float64 `json:"responder_packets_per_read"`
+	// ResponderRSS is the resident memory of a responder process at the
+	// window's end, its copy of the stores included (0 for a thread: its
+	// memory is this process's).
+	ResponderRSS uint64 `json:"responder_rss_bytes,omitempty"`
 
 	OpsSent     uint64 `json:"rdma_ops_sent"`
 	OpsApplied  uint64 `json:"rdma_ops_applied"`        // executed by the responder, after the drain
@@ -213,6 +217,13 @@ type bench struct {
 	done  int
 }
 
+// storesHere reports whether the runs write the run's catalogue in this
+// process: not when the sink keeps its own copy (Config.SinkOwnsStores) and
+// no durable run writes to it.
+func (b *bench) storesHere() bool {
+	return !b.cfg.SinkOwnsStores || b.cfg.NewSink == nil || b.cfg.DataDir != ""
+}
+
 // primitive runs every mode of primitive p over one store.
 func (b *bench) primitive(ctx context.Context, p dta.Primitive, rep *Report) error {
 	mem := b.cfg.Memory
@@ -225,7 +236,11 @@ func (b *bench) primitive(ctx context.Context, p dta.Primitive, rep *Report) err
 	if err != nil {
 		return err
 	}
-	cat, err := store.Open([]store.Descriptor{d}, b.cfg.Region, nil)
+	rc := b.cfg.Region
+	if !b.storesHere() {
+		rc.Prefault = false // never written: no page of it becomes resident
+	}
+	cat, err := store.Open([]store.Descriptor{d}, rc, nil)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
@@ -587,7 +602,9 @@ func (b *bench) run(ctx context.Context, name string, m Mode, w *Workload, cat *
 		defer dc.result(res)
 	}
 	for _, s := range cat.Stores() {
-		res.RegionBytes += s.Region.Size()
+		if b.storesHere() {
+			res.RegionBytes += s.Region.Size()
+		}
 		res.Backing = s.Region.Backing()
 	}
 	res.RSSBeyond = int64(res.RSS) - int64(res.RegionBytes) - int64(res.PoolBytes)
@@ -674,7 +691,7 @@ func remoteResult(s0, s1 snapshot, final SinkStats, cpu time.Duration, stWin, st
 	d0, d1 := s0.sink, s1.sink
 	resp := d1.RemoteCPU - d0.RemoteCPU
 	r := &RemoteResult{
-		ResponderProcess:    final.RemoteProcess,
+		ResponderProcess: final.RemoteProcess, ResponderRSS: d1.RemoteRSS,
 		ResponderCPUSeconds: resp.Seconds(), TranslatorCPUSeconds: (cpu - resp).Seconds(),
 		OpsSent: final.Ops, OpsApplied: final.Applied, OpsLost: final.Lost, Retransmits: final.Retransmits,
 	}

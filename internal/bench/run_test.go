@@ -412,8 +412,9 @@ func TestRunOverRoCEWithTheResponderInAProcessOfItsOwn(t *testing.T) {
 			cfg := smallConfig(dta.KeyWrite)
 			cfg.Baseline, cfg.Ceiling = false, false
 			cfg.SinkName = "roce"
+			cfg.Region.Prefault = true // in the responder process only: this one's copy is never written
 			// This test binary, started again, is the responder (TestMain).
-			cfg.NewSink = RoCEProcessSink([]string{os.Args[0]}, cfg.Region, w)
+			cfg.NewSink, cfg.SinkOwnsStores = RoCEProcessSink([]string{os.Args[0]}, cfg.Region, w), true
 			rep, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -433,6 +434,30 @@ func TestRunOverRoCEWithTheResponderInAProcessOfItsOwn(t *testing.T) {
 			}
 			if rr.ResponderPacketsPerRead < 1 || rr.ResponderPacketsPerCPUSecond <= 0 {
 				t.Errorf("%.2f packets per receive call, %.0f per CPU second", rr.ResponderPacketsPerRead, rr.ResponderPacketsPerCPUSecond)
+			}
+			// The stores are resident in the responder process, not here.
+			if r.RegionBytes != 0 || rr.ResponderRSS < cfg.Memory {
+				t.Errorf("%d bytes of regions counted in the bench process, responder process RSS %d bytes (stores of %d)", r.RegionBytes, rr.ResponderRSS, cfg.Memory)
+			}
+		})
+	}
+}
+
+func TestTheRunsCatalogueIsResidentHereUnlessTheSinkKeepsItsOwnCopy(t *testing.T) {
+	sink := func(*store.Catalog) (Sink, error) { return nil, nil }
+	for _, tt := range []struct {
+		name    string
+		cfg     Config
+		resides bool
+	}{
+		{"a local run writes it", Config{}, true},
+		{"a responder thread serves it", Config{NewSink: sink}, true},
+		{"a responder process keeps its own copy", Config{NewSink: sink, SinkOwnsStores: true}, false},
+		{"a durable run still writes it", Config{NewSink: sink, SinkOwnsStores: true, DataDir: "d"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (&bench{cfg: tt.cfg}).storesHere(); got != tt.resides {
+				t.Errorf("storesHere = %v, want %v", got, tt.resides)
 			}
 		})
 	}

@@ -38,4 +38,7 @@ type SinkStats struct {
 	// RemotePackets and RemoteReads are the packets the remote side took in
 	// and the receive calls that returned them (RoCE: the responder's).
 	RemotePackets, RemoteReads uint64
+	// RemoteRSS is the resident memory of a remote side that is a process
+	// of its own (RemoteProcess), bytes: its copy of the stores included.
+	RemoteRSS uint64
 }

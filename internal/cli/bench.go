@@ -267,6 +267,7 @@ func (o *benchOptions) complete() error {
 				return fmt.Errorf("--responder process: finding this program to start it as the responder: %w", err)
 			}
 			c.SinkName, c.NewSink = "roce", bench.RoCEProcessSink([]string{exe, "bench", "responder"}, c.Region, w)
+			c.SinkOwnsStores = true
 		case "thread":
 			c.SinkName, c.NewSink = "roce/thread", bench.RoCEThreadSink(w)
 		default:
