@@ -91,6 +91,7 @@ func ServeResponder(in io.Reader, out io.Writer) error {
 	rc := rdma.DefaultResponderConfig()
 	rc.Addr = "127.0.0.1:0"
 	rc.KernelWait, rc.PollBeforeWait = req.KernelWait, req.Poll
+	rc.KeepProcessor = req.KernelWait // as dta collector runs it
 	if err := rc.Validate(); err != nil {
 		return fail(fmt.Errorf("bench responder: %w", err))
 	}

@@ -89,6 +89,9 @@ func runCollector(ctx context.Context, f *config.File, load func() (*config.File
 		return usageError("%v", err)
 	}
 	rc := f.ResponderConfig()
+	// The responder is this process's main work: its read loops keep their
+	// Go processors while they wait (dta up, which also translates, does not).
+	rc.KeepProcessor = rc.KernelWait
 	col, err := collector.New(collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs, RDMA: &rc,
 		Durability: f.DurabilityConfig(), Name: f.Collector.Name,
 		Guard: sec.guardConfig(f)}, logger)

@@ -51,6 +51,7 @@ func testResponderConfig(host string) ResponderConfig {
 	cfg.RecvBuffer = 4 << 20
 	cfg.ReadLoops = testReadLoops()
 	cfg.KernelWait = os.Getenv(pollerWaitEnv) == ""
+	cfg.KeepProcessor = cfg.KernelWait // as dta collector runs it
 	return cfg
 }
 

@@ -433,6 +433,7 @@ func (r *Responder) pinReadLoop(l *loop) func() {
 	if r.cfg.KernelWait {
 		l.rx.WaitInKernel(kernelWaitBound)
 		l.rx.PollBeforeWait(r.cfg.PollBeforeWait)
+		l.rx.KeepProcessor(r.cfg.KeepProcessor)
 	}
 	if r.cfg.OnReadLoop != nil {
 		r.cfg.OnReadLoop()

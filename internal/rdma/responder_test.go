@@ -464,6 +464,15 @@ func TestResponderConfigValidate(t *testing.T) {
 			t.Errorf("PollBeforeWait %v with KernelWait %v: %v", c.PollBeforeWait, c.KernelWait, err)
 		}
 	}
+	d := DefaultResponderConfig()
+	d.KeepProcessor, d.KernelWait = true, false
+	if err := d.Validate(); err == nil || !bytes.Contains([]byte(err.Error()), []byte("KeepProcessor")) {
+		t.Errorf("KeepProcessor without KernelWait: %v", err)
+	}
+	d.KernelWait = true
+	if err := d.Validate(); err != nil {
+		t.Errorf("KeepProcessor with KernelWait: %v", err)
+	}
 	rc := DefaultRequesterConfig()
 	if err := rc.Validate(); err == nil {
 		t.Error("a requester config without a collector validates")

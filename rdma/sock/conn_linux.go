@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -243,6 +244,7 @@ type Receiver struct {
 	waitFn func(fd uintptr)
 	got    bool
 	spin   time.Duration // PollBeforeWait
+	keepP  bool          // KeepProcessor
 }
 
 // NewReceiver returns n receive buffers of size bytes each on s. A
@@ -334,6 +336,22 @@ func (q *Receiver) WaitInKernel(d time.Duration) {
 // the same for sockets of real interfaces).
 func (q *Receiver) PollBeforeWait(d time.Duration) { q.spin = max(d, 0) }
 
+// KeepProcessor makes a Receiver in WaitInKernel mode wait without telling
+// the Go runtime that its thread blocks in a system call (a raw ppoll): the
+// goroutine keeps its processor (one of GOMAXPROCS) while it waits, and the
+// runtime does none of the work of releasing and taking back a processor at
+// each wait, which on the VM of docs/BENCHMARKS.md cuts the CPU a responder at
+// capacity spends by about a tenth. A processor so kept is not free for other
+// goroutines, so the receivers of a process keep at most GOMAXPROCS - 1 at a
+// time: a wait that would take the last one hands its processor back as
+// usual. The runtime's preemption (a goroutine running for 10 ms, a garbage
+// collection stopping the world) still gets a kept processor back: its
+// signal ends the wait, which then starts again.
+func (q *Receiver) KeepProcessor(keep bool) { q.keepP = keep }
+
+// keepers counts the waits keeping their processor (KeepProcessor) now.
+var keepers atomic.Int32
+
 // waitRead reads a batch or, if none is there, waits for one and reads it;
 // q.got says whether it did (false after a wait that ran out).
 func (q *Receiver) waitRead(fd uintptr) {
@@ -349,8 +367,24 @@ func (q *Receiver) waitRead(fd uintptr) {
 	}
 	pfd := pollFd{fd: int32(fd), events: pollIn}
 	ts := q.wait
-	_, _, errno := syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1,
-		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	keep := false
+	if q.keepP {
+		if keep = keepers.Add(1) < int32(runtime.GOMAXPROCS(0)); !keep {
+			keepers.Add(-1)
+		}
+	}
+	var errno syscall.Errno
+	if keep {
+		// A signal (the runtime's preemption) ends the wait with EINTR.
+		_, _, errno = syscall.RawSyscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1,
+			uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	} else {
+		_, _, errno = syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1,
+			uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	}
+	if keep {
+		keepers.Add(-1)
+	}
 	if errno == 0 && pfd.revents != 0 {
 		q.got = q.recvmmsg(fd)
 	}

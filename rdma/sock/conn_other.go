@@ -58,6 +58,9 @@ func (q *Receiver) WaitInKernel(time.Duration) {}
 // PollBeforeWait does nothing on this platform.
 func (q *Receiver) PollBeforeWait(time.Duration) {}
 
+// KeepProcessor does nothing on this platform.
+func (q *Receiver) KeepProcessor(bool) {}
+
 // Read waits for a datagram and returns 1.
 func (q *Receiver) Read() (int, error) {
 	n, _, _, from, err := q.s.c.ReadMsgUDPAddrPort(q.bufs[0], nil)

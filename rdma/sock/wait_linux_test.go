@@ -17,12 +17,14 @@ import (
 )
 
 func TestAReceiverWaitingInTheKernelGetsEveryBatchAndStopsAtClose(t *testing.T) {
-	for _, poll := range []time.Duration{0, 100 * time.Microsecond} {
-		t.Run("poll "+poll.String(), func(t *testing.T) { testWaitInKernel(t, poll) })
+	for _, keep := range []bool{false, true} {
+		for _, poll := range []time.Duration{0, 100 * time.Microsecond} {
+			t.Run(fmt.Sprintf("poll %v, keeping its processor %v", poll, keep), func(t *testing.T) { testWaitInKernel(t, poll, keep) })
+		}
 	}
 }
 
-func testWaitInKernel(t *testing.T, poll time.Duration) {
+func testWaitInKernel(t *testing.T, poll time.Duration, keep bool) {
 	rx, err := sock.Listen("127.0.0.1:0", 1<<20, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -35,12 +37,15 @@ func testWaitInKernel(t *testing.T, poll time.Duration) {
 	r := sock.NewReceiver(rx, 8, 64)
 	r.WaitInKernel(time.Minute) // only Close can end a wait early
 	r.PollBeforeWait(poll)
+	r.KeepProcessor(keep)
 	type read struct {
 		msgs []string
 		err  error
 	}
 	reads := make(chan read)
 	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		for {
 			n, err := r.Read()
 			var rd read
@@ -90,6 +95,68 @@ func testWaitInKernel(t *testing.T, poll time.Duration) {
 	}
 }
 
+func TestAReceiverThatKeepsItsProcessorStillLetsOtherGoroutinesAndTheCollectorRun(t *testing.T) {
+	// One processor, and the waiting receiver keeps it: only the runtime's
+	// preemption, whose signal ends the wait, lets this goroutine run again
+	// before the wait's bound of a minute.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	rx, err := sock.Listen("127.0.0.1:0", 1<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := sock.Listen("127.0.0.1:0", 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	r := sock.NewReceiver(rx, 8, 64)
+	r.WaitInKernel(time.Minute)
+	r.KeepProcessor(true)
+	got := make(chan string, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for {
+			n, err := r.Read()
+			if err != nil {
+				close(got)
+				return
+			}
+			for i := range n {
+				b, _, _, _ := r.Datagram(i)
+				got <- string(b)
+			}
+		}
+	}()
+	start := time.Now()
+	time.Sleep(50 * time.Millisecond) // the receiver waits meanwhile
+	for range 3 {
+		runtime.GC() // stops the world: the waiting goroutine too
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("a sleep and 3 collections took %v: the wait kept the processor until its bound", d)
+	}
+	s := sock.NewSender(tx, 1, 64)
+	s.Add(append(s.Buf(), "after"...), rx.LocalAddr(), netip.Addr{})
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-got:
+		if m != "after" {
+			t.Fatalf("read %q", m)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the datagram did not reach the receiver")
+	}
+	rx.Close()
+	select {
+	case <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not end the wait")
+	}
+}
+
 // BenchmarkWakeUp measures what a wake-up costs: one datagram bounces
 // between this process and an echo process (this test binary started again,
 // TestMain), so that every datagram finds its reader asleep: the two sides
@@ -97,9 +164,10 @@ func testWaitInKernel(t *testing.T, poll time.Duration) {
 // runtime has other work to switch to. cpu-µs/wake is this process's CPU time
 // (getrusage) per datagram it waits for, for the two ways a Receiver can
 // wait, both sides alike: in the Go runtime's network poller, or in the
-// kernel (WaitInKernel, on a goroutine locked to its OS thread).
+// kernel (WaitInKernel, on a goroutine locked to its OS thread), handing its
+// processor back to the runtime for the wait or keeping it (KeepProcessor).
 func BenchmarkWakeUp(b *testing.B) {
-	for _, mode := range []string{"poller", "kernel"} {
+	for _, mode := range []string{"poller", "kernel", "kernel-keep"} {
 		b.Run(mode, func(b *testing.B) {
 			self, err := sock.Listen("127.0.0.1:0", 1<<20, 0)
 			if err != nil {
@@ -128,7 +196,7 @@ func BenchmarkWakeUp(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if mode == "kernel" {
+			if mode != "poller" {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
 			}
@@ -153,15 +221,16 @@ func BenchmarkWakeUp(b *testing.B) {
 	}
 }
 
-// echoEnv, set to poller or kernel, makes this test binary the echo process
+// echoEnv, set to poller, kernel or kernel-keep, makes this test binary the echo process
 // of BenchmarkWakeUp (TestMain), waiting that way.
 const echoEnv = "DTA_SOCK_ECHO"
 
 // waiter returns a receiver on c that waits as mode says.
 func waiter(c *sock.Conn, mode string) *sock.Receiver {
 	r := sock.NewReceiver(c, 1, 64)
-	if mode == "kernel" {
+	if mode != "poller" {
 		r.WaitInKernel(time.Second)
+		r.KeepProcessor(mode == "kernel-keep")
 	}
 	return r
 }
@@ -177,7 +246,7 @@ func serveEcho(mode string) error {
 		io.Copy(io.Discard, os.Stdin)
 		c.Close()
 	}()
-	if mode == "kernel" {
+	if mode != "poller" {
 		runtime.LockOSThread()
 	}
 	fmt.Println(c.LocalAddr())
