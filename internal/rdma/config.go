@@ -122,12 +122,12 @@ type ResponderConfig struct {
 	// KeepProcessor, with KernelWait, makes each read loop keep its Go
 	// processor while it waits (sock.Receiver.KeepProcessor; at most
 	// GOMAXPROCS - 1 waits keep one at a time over the process), which
-	// saves the runtime's work at each wait: 9 to 20 % of the responder's
-	// CPU per request at capacity on the VM of docs/BENCHMARKS.md. For a
-	// process whose main work is the responder (dta collector sets it): in
-	// one that also translates (dta up) a kept processor is one the
-	// translator lacks, and on that VM the two together spend up to 2.5
-	// times more. Default false.
+	// saves the runtime's work at each wait: about a tenth of the
+	// responder's CPU per request at capacity on the VM of
+	// docs/BENCHMARKS.md (6 to 18 % by primitive). For a process whose main
+	// work is the responder (dta collector sets it): in one that also
+	// translates (dta up) a kept processor is one the translator lacks, and
+	// on that VM the responder then spent up to 3 times more. Default false.
 	KeepProcessor bool
 	// PollBeforeWait, with KernelWait, makes each read loop poll its socket
 	// for up to this long before it waits in the kernel

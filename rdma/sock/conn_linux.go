@@ -352,6 +352,20 @@ func (q *Receiver) KeepProcessor(keep bool) { q.keepP = keep }
 // keepers counts the waits keeping their processor (KeepProcessor) now.
 var keepers atomic.Int32
 
+// takeProcessor reports whether a wait may keep its processor, counting it
+// in keepers if so (releaseProcessor undoes that): while fewer than
+// GOMAXPROCS - 1 others do.
+func takeProcessor() bool {
+	if keepers.Add(1) < int32(runtime.GOMAXPROCS(0)) {
+		return true
+	}
+	keepers.Add(-1)
+	return false
+}
+
+// releaseProcessor ends a wait that takeProcessor let keep its processor.
+func releaseProcessor() { keepers.Add(-1) }
+
 // waitRead reads a batch or, if none is there, waits for one and reads it;
 // q.got says whether it did (false after a wait that ran out).
 func (q *Receiver) waitRead(fd uintptr) {
@@ -367,12 +381,7 @@ func (q *Receiver) waitRead(fd uintptr) {
 	}
 	pfd := pollFd{fd: int32(fd), events: pollIn}
 	ts := q.wait
-	keep := false
-	if q.keepP {
-		if keep = keepers.Add(1) < int32(runtime.GOMAXPROCS(0)); !keep {
-			keepers.Add(-1)
-		}
-	}
+	keep := q.keepP && takeProcessor()
 	var errno syscall.Errno
 	if keep {
 		// A signal (the runtime's preemption) ends the wait with EINTR.
@@ -383,7 +392,7 @@ func (q *Receiver) waitRead(fd uintptr) {
 			uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
 	}
 	if keep {
-		keepers.Add(-1)
+		releaseProcessor()
 	}
 	if errno == 0 && pfd.revents != 0 {
 		q.got = q.recvmmsg(fd)
