@@ -245,6 +245,7 @@ type Receiver struct {
 	got    bool
 	spin   time.Duration // PollBeforeWait
 	keepP  bool          // KeepProcessor
+	idle   bool          // KeepProcessor: no datagram since a kept wait ran 10 ms or its bound
 }
 
 // NewReceiver returns n receive buffers of size bytes each on s. A
@@ -346,8 +347,12 @@ func (q *Receiver) PollBeforeWait(d time.Duration) { q.spin = max(d, 0) }
 // time: a wait that would take the last one hands its processor back as
 // usual. The runtime's preemption (a goroutine running for 10 ms, a garbage
 // collection stopping the world) still gets a kept processor back: its
-// signal ends the wait, which then starts again.
-func (q *Receiver) KeepProcessor(keep bool) { q.keepP = keep }
+// signal ends the wait, which then starts again. A kept wait that no
+// datagram ends within those 10 ms (or within its bound) means an idle
+// socket: the waits that follow hand the processor back, as an idle
+// process's should (the runtime would otherwise interrupt them every 10 ms),
+// until a datagram comes.
+func (q *Receiver) KeepProcessor(keep bool) { q.keepP, q.idle = keep, false }
 
 // keepers counts the waits keeping their processor (KeepProcessor) now.
 var keepers atomic.Int32
@@ -381,7 +386,7 @@ func (q *Receiver) waitRead(fd uintptr) {
 	}
 	pfd := pollFd{fd: int32(fd), events: pollIn}
 	ts := q.wait
-	keep := q.keepP && takeProcessor()
+	keep := q.keepP && !q.idle && takeProcessor()
 	var errno syscall.Errno
 	if keep {
 		// A signal (the runtime's preemption) ends the wait with EINTR.
@@ -391,10 +396,16 @@ func (q *Receiver) waitRead(fd uintptr) {
 		_, _, errno = syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1,
 			uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
 	}
+	ready := errno == 0 && pfd.revents != 0
 	if keep {
 		releaseProcessor()
+		// Interrupted (by the runtime's preemption: it has waited 10 ms)
+		// or at its bound without a datagram: the socket is idle.
+		q.idle = !ready && (errno == syscall.EINTR || errno == 0)
+	} else if ready {
+		q.idle = false
 	}
-	if errno == 0 && pfd.revents != 0 {
+	if ready {
 		q.got = q.recvmmsg(fd)
 	}
 }

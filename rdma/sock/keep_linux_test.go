@@ -1,8 +1,10 @@
 package sock
 
 import (
+	"net/netip"
 	"runtime"
 	"testing"
+	"time"
 )
 
 func TestWaitsKeepAtMostAllProcessorsButOne(t *testing.T) {
@@ -27,5 +29,71 @@ func TestWaitsKeepAtMostAllProcessorsButOne(t *testing.T) {
 	releaseProcessor()
 	if keepers.Load() != 0 {
 		t.Fatalf("%d waits counted after all ended", keepers.Load())
+	}
+}
+
+func TestAnIdleReceiverHandsItsProcessorBackUntilADatagramComes(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	rx, err := Listen("127.0.0.1:0", 1<<16, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := Listen("127.0.0.1:0", 0, 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	r := NewReceiver(rx, 1, 64)
+	got := make(chan struct{}, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		r.WaitInKernel(time.Minute)
+		r.KeepProcessor(true)
+		for {
+			if _, err := r.Read(); err != nil {
+				return
+			}
+			got <- struct{}{}
+		}
+	}()
+	defer func() { rx.Close(); <-done }()
+	// until reports whether keepers reaches want within 10 s.
+	until := func(want int32) bool {
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			if keepers.Load() == want {
+				return true
+			}
+		}
+		return false
+	}
+	if !until(1) {
+		t.Fatal("the waiting receiver never kept its processor")
+	}
+	// 10 ms without a datagram: the runtime's preemption ends the kept
+	// wait, and the receiver then waits handing its processor back.
+	if !until(0) {
+		t.Fatal("an idle receiver keeps its processor")
+	}
+	for range 200 {
+		if keepers.Load() != 0 {
+			t.Fatal("an idle receiver took its processor again without a datagram")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s := NewSender(tx, 1, 64)
+	s.Add(append(s.Buf(), "busy"...), rx.LocalAddr(), netip.Addr{})
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the datagram did not reach the receiver")
+	}
+	if !until(1) {
+		t.Fatal("after a datagram the receiver does not keep its processor while it waits")
 	}
 }
