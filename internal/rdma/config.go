@@ -127,7 +127,9 @@ type ResponderConfig struct {
 	// docs/BENCHMARKS.md (6 to 18 % by primitive). For a process whose main
 	// work is the responder (dta collector sets it): in one that also
 	// translates (dta up) a kept processor is one the translator lacks, and
-	// on that VM the responder then spent up to 3 times more. Default false.
+	// on that VM the responder then spent up to 3 times more. A loop idle for
+	// 10 ms hands its processor back until a request comes, so that an idle
+	// process does not wake every 10 ms. Default false.
 	KeepProcessor bool
 	// PollBeforeWait, with KernelWait, makes each read loop poll its socket
 	// for up to this long before it waits in the kernel
