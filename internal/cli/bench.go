@@ -95,10 +95,12 @@ its ops as RDMA WRITE, WRITE with immediate and FETCH_ADD packets over
 loopback. The responder stands in for the collector's RDMA NIC, the
 translator for the switch. By default (--responder process) the responder is
 a process of its own, started from this program with its own copy of the
-stores, and its CPU is that whole process's, Go runtime included, as dta
-collector's would be; --responder thread runs it in this process and counts
-its receive thread alone (what the runtime does to wake it then counts as
-the translator's). --responder-wait poller makes its read loop wait in the
+stores (the only one resident), and its CPU is that whole process's, Go
+runtime included, as dta collector's would be (its read loop keeps its Go
+processor while it waits, as dta collector's does); --responder thread runs
+it in this process and counts its receive thread alone (what the runtime
+does to wake it then counts as the translator's; like dta up's, that loop
+does not keep a processor). --responder-wait poller makes its read loop wait in the
 Go runtime's network poller instead of in a blocking system call. A report
 counts as accepted once the responder has executed its ops (every op is
 drained before the final counts). CPU s/M rep is DTA's whole CPU (the
