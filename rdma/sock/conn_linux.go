@@ -245,7 +245,9 @@ type Receiver struct {
 	got    bool
 	spin   time.Duration // PollBeforeWait
 	keepP  bool          // KeepProcessor
-	idle   bool          // KeepProcessor: no datagram since a kept wait ran 10 ms or its bound
+	// KeepProcessor: no datagram since a kept wait ran 10 ms or its bound
+	// (atomic so that tests may watch it; only the reading thread writes it)
+	idle atomic.Bool
 }
 
 // NewReceiver returns n receive buffers of size bytes each on s. A
@@ -352,7 +354,7 @@ func (q *Receiver) PollBeforeWait(d time.Duration) { q.spin = max(d, 0) }
 // socket: the waits that follow hand the processor back, as an idle
 // process's should (the runtime would otherwise interrupt them every 10 ms),
 // until a datagram comes.
-func (q *Receiver) KeepProcessor(keep bool) { q.keepP, q.idle = keep, false }
+func (q *Receiver) KeepProcessor(keep bool) { q.keepP = keep; q.idle.Store(false) }
 
 // keepers counts the waits keeping their processor (KeepProcessor) now.
 var keepers atomic.Int32
@@ -386,7 +388,7 @@ func (q *Receiver) waitRead(fd uintptr) {
 	}
 	pfd := pollFd{fd: int32(fd), events: pollIn}
 	ts := q.wait
-	keep := q.keepP && !q.idle && takeProcessor()
+	keep := q.keepP && !q.idle.Load() && takeProcessor()
 	var errno syscall.Errno
 	if keep {
 		// A signal (the runtime's preemption) ends the wait with EINTR.
@@ -401,9 +403,9 @@ func (q *Receiver) waitRead(fd uintptr) {
 		releaseProcessor()
 		// Interrupted (by the runtime's preemption: it has waited 10 ms)
 		// or at its bound without a datagram: the socket is idle.
-		q.idle = !ready && (errno == syscall.EINTR || errno == 0)
-	} else if ready {
-		q.idle = false
+		q.idle.Store(!ready && (errno == syscall.EINTR || errno == 0))
+	} else if ready && q.keepP {
+		q.idle.Store(false)
 	}
 	if ready {
 		q.got = q.recvmmsg(fd)

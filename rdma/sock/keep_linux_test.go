@@ -34,7 +34,7 @@ func TestWaitsKeepAtMostAllProcessorsButOne(t *testing.T) {
 
 func TestAnIdleReceiverHandsItsProcessorBackUntilADatagramComes(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	rx, err := Listen("127.0.0.1:0", 1<<16, 0)
+	rx, err := Listen("127.0.0.1:0", 1<<20, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,8 +43,7 @@ func TestAnIdleReceiverHandsItsProcessorBackUntilADatagramComes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Close()
-	r := NewReceiver(rx, 1, 64)
-	got := make(chan struct{}, 16)
+	r := NewReceiver(rx, 8, 64)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -56,26 +55,49 @@ func TestAnIdleReceiverHandsItsProcessorBackUntilADatagramComes(t *testing.T) {
 			if _, err := r.Read(); err != nil {
 				return
 			}
-			got <- struct{}{}
 		}
 	}()
 	defer func() { rx.Close(); <-done }()
+	// busy sends a datagram every millisecond until stop is closed: the
+	// receiver's waits are then short, and kept.
+	busy := func() (stop func()) {
+		quit, over := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(over)
+			s := NewSender(tx, 1, 64)
+			for {
+				select {
+				case <-quit:
+					return
+				case <-time.After(time.Millisecond):
+				}
+				s.Add(append(s.Buf(), "busy"...), rx.LocalAddr(), netip.Addr{})
+				s.Flush()
+			}
+		}()
+		return func() { close(quit); <-over }
+	}
 	// until reports whether keepers reaches want within 10 s.
 	until := func(want int32) bool {
-		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Microsecond) {
 			if keepers.Load() == want {
 				return true
 			}
 		}
 		return false
 	}
+	stop := busy()
 	if !until(1) {
-		t.Fatal("the waiting receiver never kept its processor")
+		stop()
+		t.Fatal("a receiver busy with datagrams never kept its processor while it waited")
 	}
+	stop()
 	// 10 ms without a datagram: the runtime's preemption ends the kept
 	// wait, and the receiver then waits handing its processor back.
-	if !until(0) {
-		t.Fatal("an idle receiver keeps its processor")
+	for end := time.Now().Add(10 * time.Second); !r.idle.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("a receiver without datagrams for 10 s does not count as idle: it keeps its processor")
+		}
 	}
 	for range 200 {
 		if keepers.Load() != 0 {
@@ -83,17 +105,9 @@ func TestAnIdleReceiverHandsItsProcessorBackUntilADatagramComes(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	s := NewSender(tx, 1, 64)
-	s.Add(append(s.Buf(), "busy"...), rx.LocalAddr(), netip.Addr{})
-	if err := s.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-got:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the datagram did not reach the receiver")
-	}
+	stop = busy()
+	defer stop()
 	if !until(1) {
-		t.Fatal("after a datagram the receiver does not keep its processor while it waits")
+		t.Fatal("once datagrams come again the receiver does not keep its processor while it waits")
 	}
 }
