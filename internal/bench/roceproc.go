@@ -154,7 +154,9 @@ type roceProcSink struct {
 // rc and w, maps its own copy of the stores, and serves them. The responder's
 // CPU time is then the whole process's, its Go runtime's threads included,
 // as `dta collector`'s would be, rather than one thread's; the translator's
-// is the bench process's. The run's own catalogue stays as it is.
+// is the bench process's. The run's own catalogue is never written: set
+// Config.SinkOwnsStores with this sink, so that the run does not pre-fault it
+// either and the stores are resident once, in the responder process.
 func RoCEProcessSink(command []string, rc region.Config, w ResponderWait) func(*store.Catalog) (Sink, error) {
 	return func(local *store.Catalog) (Sink, error) {
 		if len(command) == 0 {

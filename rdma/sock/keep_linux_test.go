@@ -36,15 +36,7 @@ func TestWaitsKeepAtMostAllProcessorsButOne(t *testing.T) {
 
 func TestAnIdleReceiverHandsItsProcessorBackUntilADatagramComes(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	rx, err := Listen("127.0.0.1:0", 1<<20, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := Listen("127.0.0.1:0", 0, 1<<16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Close()
+	rx, tx := ListenPair(t)
 	r := NewReceiver(rx, 8, 64)
 	done := make(chan struct{})
 	go func() {
@@ -130,4 +122,21 @@ func queued(t *testing.T, c *Conn) int {
 		t.Fatalf("SIOCINQ: %v %v", err, errno)
 	}
 	return int(n)
+}
+
+// ListenPair returns a receiving and a sending socket on 127.0.0.1 for the
+// tests of this package and of sock_test; tx is closed when the test ends,
+// rx is the test's to close.
+func ListenPair(t testing.TB) (rx, tx *Conn) {
+	rx, err := Listen("127.0.0.1:0", 1<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err = Listen("127.0.0.1:0", 0, 1<<20)
+	if err != nil {
+		rx.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Close() })
+	return rx, tx
 }

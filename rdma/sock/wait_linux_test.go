@@ -25,15 +25,7 @@ func TestAReceiverWaitingInTheKernelGetsEveryBatchAndStopsAtClose(t *testing.T) 
 }
 
 func testWaitInKernel(t *testing.T, poll time.Duration, keep bool) {
-	rx, err := sock.Listen("127.0.0.1:0", 1<<20, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := sock.Listen("127.0.0.1:0", 0, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Close()
+	rx, tx := sock.ListenPair(t)
 	r := sock.NewReceiver(rx, 8, 64)
 	r.WaitInKernel(time.Minute) // only Close can end a wait early
 	r.PollBeforeWait(poll)
@@ -100,15 +92,7 @@ func TestAReceiverThatKeepsItsProcessorStillLetsOtherGoroutinesAndTheCollectorRu
 	// preemption, whose signal ends the wait, lets this goroutine run again
 	// before the wait's bound of a minute.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	rx, err := sock.Listen("127.0.0.1:0", 1<<20, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := sock.Listen("127.0.0.1:0", 0, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Close()
+	rx, tx := sock.ListenPair(t)
 	r := sock.NewReceiver(rx, 8, 64)
 	r.WaitInKernel(time.Minute)
 	r.KeepProcessor(true)
