@@ -123,6 +123,7 @@ func responderSummary(results []Result, primitive, mode string) string {
 	if q.ResponderRSS > 0 {
 		line += fmt.Sprintf(", process RSS %.0f MiB", float64(q.ResponderRSS)/(1<<20))
 	}
+	line += fmt.Sprintf(", machine softirq %.3f CPU s/M rep", q.SoftirqCPUPerMillion)
 	if base != nil && base.CPUPerMillion > 0 {
 		rb := q.ResponderCPUPerMillion / base.CPUPerMillion
 		verdict := "met"

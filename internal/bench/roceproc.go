@@ -18,6 +18,8 @@ import (
 	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/internal/transport/xdp"
+	"github.com/dta-go/dta/wire/roce"
 )
 
 // ResponderChildEnv is set (to "1") in the environment of the process
@@ -32,7 +34,24 @@ type responderRequest struct {
 	Region      region.Config      `json:"region"`
 	KernelWait  bool               `json:"kernel_wait"`      // rdma.ResponderConfig.KernelWait
 	Poll        time.Duration      `json:"poll_before_wait"` // rdma.ResponderConfig.PollBeforeWait
+	// Addr is the address to serve on ("" = 127.0.0.1, any port).
+	Addr string `json:"addr,omitempty"`
+	// XDP names the interface whose requests come through AF_XDP
+	// (rdma.ResponderConfig.XDP), or "".
+	XDP string `json:"xdp,omitempty"`
 }
+
+// Paths a RoCEProcessSinkOver's requests take to the responder process.
+const (
+	// ResponderLoopback: kernel UDP over 127.0.0.1 (RoCEProcessSink).
+	ResponderLoopback = "loopback"
+	// ResponderVeth: kernel UDP over a veth pair, the responder in a
+	// network namespace of its own.
+	ResponderVeth = "veth"
+	// ResponderXDP: as ResponderVeth, with the responder taking its
+	// requests off the veth through AF_XDP (rdma.ResponderConfig.XDP).
+	ResponderXDP = "xdp"
+)
 
 // ResponderWait is how the responder's read loops wait for requests
 // (rdma.ResponderConfig.KernelWait and PollBeforeWait).
@@ -54,6 +73,7 @@ type responderCounters struct {
 	Packets, Batches            uint64
 	CPUNanos                    int64  // getrusage(RUSAGE_SELF): every thread of the process
 	RSS                         uint64 // the process's resident set (VmRSS), bytes: the stores and the responder
+	XDPPackets                  uint64 // requests taken through AF_XDP (rdma.Responder.XDP)
 }
 
 // ServeResponder is the responder process of RoCEProcessSink (`dta bench
@@ -90,6 +110,14 @@ func ServeResponder(in io.Reader, out io.Writer) error {
 	defer cat.Close()
 	rc := rdma.DefaultResponderConfig()
 	rc.Addr = "127.0.0.1:0"
+	if req.Addr != "" {
+		rc.Addr = req.Addr
+	}
+	if req.XDP != "" {
+		xc := xdp.DefaultConfig()
+		xc.Interface = req.XDP
+		rc.XDP = &xc
+	}
 	rc.KernelWait, rc.PollBeforeWait = req.KernelWait, req.Poll
 	rc.KeepProcessor = req.KernelWait // as dta collector runs it
 	if err := rc.Validate(); err != nil {
@@ -125,6 +153,9 @@ func ServeResponder(in io.Reader, out io.Writer) error {
 			Writes: st.Writes.Load(), WriteBytes: st.WriteBytes.Load(), Atomics: st.Atomics.Load(),
 			Packets: st.Packets.Load(), Batches: st.Batches.Load(), CPUNanos: int64(processCPU()), RSS: rss(),
 		}
+		if ln := resp.XDP(); ln != nil {
+			c.XDPPackets = ln.Stats().Packets.Load()
+		}
 		if err := enc.Encode(c); err != nil {
 			stop()
 			return err
@@ -136,10 +167,11 @@ func ServeResponder(in io.Reader, out io.Writer) error {
 // roceProcSink is roceSink with the responder in a process of its own.
 type roceProcSink struct {
 	uplinkHalf
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-	log *stderrBuffer // the process's standard error
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	log  *stderrBuffer // the process's standard error
+	veth *benchVeth    // the namespace and veth pair the requests cross, or nil
 
 	mu   sync.Mutex
 	last responderCounters
@@ -158,27 +190,62 @@ type roceProcSink struct {
 // Config.SinkOwnsStores with this sink, so that the run does not pre-fault it
 // either and the stores are resident once, in the responder process.
 func RoCEProcessSink(command []string, rc region.Config, w ResponderWait) func(*store.Catalog) (Sink, error) {
+	return RoCEProcessSinkOver(command, rc, w, ResponderLoopback)
+}
+
+// RoCEProcessSinkOver is RoCEProcessSink with the requests taking path to
+// the responder process: ResponderLoopback, or over a veth pair
+// (ResponderVeth, ResponderXDP) to a responder started in a network
+// namespace of its own (`ip netns exec`), which the sink creates and
+// removes on Close; those need root and iproute2. The veth's receive path
+// (its NAPI poll, the XDP program, the copy into the AF_XDP socket's
+// memory) runs in the kernel's softirq context, mostly on the sending CPU:
+// it is charged to neither process, as over loopback.
+func RoCEProcessSinkOver(command []string, rc region.Config, w ResponderWait, path string) func(*store.Catalog) (Sink, error) {
 	return func(local *store.Catalog) (Sink, error) {
 		if len(command) == 0 {
 			return nil, errors.New("no responder command")
 		}
 		s := &roceProcSink{log: new(stderrBuffer)}
+		req := responderRequest{Descriptors: local.Descriptors(), Region: rc, KernelWait: w.Kernel, Poll: w.Poll}
+		switch path {
+		case ResponderLoopback:
+		case ResponderVeth, ResponderXDP:
+			if err := vethPrerequisites("--responder-path " + path); err != nil {
+				return nil, err
+			}
+			v, err := newBenchVeth(1)
+			if err != nil {
+				return nil, err
+			}
+			s.veth = v
+			command = append([]string{"ip", "netns", "exec", v.ns}, command...)
+			req.Addr = netip.AddrPortFrom(v.peerAddr, roce.Port).String()
+			if path == ResponderXDP {
+				req.XDP = v.peer
+			}
+		default:
+			return nil, fmt.Errorf("responder path %q: want %s, %s or %s", path, ResponderLoopback, ResponderVeth, ResponderXDP)
+		}
 		s.cmd = exec.Command(command[0], command[1:]...)
 		s.cmd.Env = append(os.Environ(), ResponderChildEnv+"=1")
 		s.cmd.Stderr = s.log
 		var err error
 		if s.in, err = s.cmd.StdinPipe(); err != nil {
+			s.removeVeth()
 			return nil, err
 		}
 		stdout, err := s.cmd.StdoutPipe()
 		if err != nil {
+			s.removeVeth()
 			return nil, err
 		}
 		s.out = bufio.NewReader(stdout)
 		if err := s.cmd.Start(); err != nil {
+			s.removeVeth()
 			return nil, fmt.Errorf("responder process: %w", err)
 		}
-		addr, err := s.start(responderRequest{Descriptors: local.Descriptors(), Region: rc, KernelWait: w.Kernel, Poll: w.Poll})
+		addr, err := s.start(req)
 		if err != nil {
 			s.stopProcess()
 			return nil, err
@@ -303,7 +370,7 @@ func (s *roceProcSink) Stats() SinkStats {
 	st.AppliedBytes = c.WriteBytes + 8*c.Atomics
 	st.RemoteCPU = time.Duration(c.CPUNanos)
 	st.RemotePackets, st.RemoteReads = c.Packets, c.Batches
-	st.RemoteProcess, st.RemoteRSS = true, c.RSS
+	st.RemoteProcess, st.RemoteRSS, st.RemoteXDPPackets = true, c.RSS, c.XDPPackets
 	return st
 }
 
@@ -328,6 +395,7 @@ func (s *roceProcSink) Close() error {
 // stopProcess closes the process's standard input, which ends it, and
 // waits for it (killing it after dialTimeout).
 func (s *roceProcSink) stopProcess() error {
+	defer s.removeVeth()
 	s.in.Close()
 	done := make(chan error, 1)
 	go func() { done <- s.cmd.Wait() }()
@@ -341,5 +409,13 @@ func (s *roceProcSink) stopProcess() error {
 		s.cmd.Process.Kill()
 		<-done
 		return errors.New("responder process: did not stop; killed")
+	}
+}
+
+// removeVeth removes the namespace and veth pair of a sink over a veth.
+func (s *roceProcSink) removeVeth() {
+	if s.veth != nil {
+		s.veth.remove()
+		s.veth = nil
 	}
 }

@@ -109,6 +109,16 @@ type RemoteResult struct {
 	// window's end, its copy of the stores included (0 for a thread: its
 	// memory is this process's).
 	ResponderRSS uint64 `json:"responder_rss_bytes,omitempty"`
+	// SoftirqCPUPerMillion is the machine's softirq time in the window
+	// (/proc/stat, every CPU, 10 ms ticks) per million reports accepted.
+	// Softirq work runs in whichever process a CPU is in, and is charged
+	// to it: over a veth, the kernel's receive path of one side's packets
+	// mostly runs in the other's send call, so each side's CPU includes up
+	// to this much of work done for the other.
+	SoftirqCPUPerMillion float64 `json:"machine_softirq_cpu_s_per_million_reports"`
+	// XDPPackets is the request packets the responder took through AF_XDP
+	// in the whole run (--responder-path xdp), 0 otherwise.
+	XDPPackets uint64 `json:"responder_xdp_packets,omitempty"`
 
 	OpsSent     uint64 `json:"rdma_ops_sent"`
 	OpsApplied  uint64 `json:"rdma_ops_applied"`        // executed by the responder, after the drain
@@ -512,12 +522,13 @@ type snapshot struct {
 	at            time.Time
 	sent          uint64 // reports
 	proc, senders time.Duration
+	softirq       time.Duration // the machine's (softirqTime)
 	counters
 	rt runtimeStats
 }
 
 func (b *bench) snap(c collector, senders []*sender, per int) snapshot {
-	s := snapshot{at: time.Now(), proc: processCPU(), rt: sampleRuntime()}
+	s := snapshot{at: time.Now(), proc: processCPU(), softirq: softirqTime(), rt: sampleRuntime()}
 	for _, sd := range senders {
 		s.sent += sd.sent.Load() * uint64(per)
 		s.senders += threadCPU(int(sd.tid.Load()))
@@ -691,7 +702,7 @@ func remoteResult(s0, s1 snapshot, final SinkStats, cpu time.Duration, stWin, st
 	d0, d1 := s0.sink, s1.sink
 	resp := d1.RemoteCPU - d0.RemoteCPU
 	r := &RemoteResult{
-		ResponderProcess: final.RemoteProcess, ResponderRSS: d1.RemoteRSS,
+		ResponderProcess: final.RemoteProcess, ResponderRSS: d1.RemoteRSS, XDPPackets: final.RemoteXDPPackets,
 		ResponderCPUSeconds: resp.Seconds(), TranslatorCPUSeconds: (cpu - resp).Seconds(),
 		OpsSent: final.Ops, OpsApplied: final.Applied, OpsLost: final.Lost, Retransmits: final.Retransmits,
 	}
@@ -708,6 +719,7 @@ func remoteResult(s0, s1 snapshot, final SinkStats, cpu time.Duration, stWin, st
 		m := float64(stWin) / 1e6
 		r.ResponderCPUPerMillion = r.ResponderCPUSeconds / m
 		r.TranslatorCPUPerMillion = r.TranslatorCPUSeconds / m
+		r.SoftirqCPUPerMillion = (s1.softirq - s0.softirq).Seconds() / m
 	}
 	if stored > 0 {
 		r.OpsPerReport = float64(final.Ops) / float64(stored)

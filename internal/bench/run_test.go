@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -445,6 +447,45 @@ func TestRunOverRoCEWithTheResponderInAProcessOfItsOwn(t *testing.T) {
 				t.Errorf("%d bytes of regions counted in the bench process, responder process RSS %d bytes (stores of %d)", r.RegionBytes, rr.ResponderRSS, cfg.Memory)
 			}
 		})
+	}
+}
+
+// TestRunOverRoCEAcrossAVethToAResponderProcess runs the responder process
+// in a network namespace of its own and the requests over a veth pair,
+// through the kernel's UDP path (veth) and through AF_XDP (xdp): every op
+// is executed, and with xdp every request came through AF_XDP.
+func TestRunOverRoCEAcrossAVethToAResponderProcess(t *testing.T) {
+	if err := vethPrerequisites("this test"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI runs the veth tests: %v", err)
+		}
+		t.Skip(err)
+	}
+	for _, path := range []string{ResponderVeth, ResponderXDP} {
+		t.Run(path, func(t *testing.T) {
+			cfg := smallConfig(dta.KeyWrite)
+			cfg.Baseline, cfg.Ceiling = false, false
+			cfg.SinkName = "roce/" + path
+			cfg.NewSink, cfg.SinkOwnsStores = RoCEProcessSinkOver([]string{os.Args[0]}, cfg.Region, ResponderWait{Kernel: true}, path), true
+			rep, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rep.Results[0]
+			rr := r.Remote
+			if rr == nil || r.Stored == 0 || r.Unaccounted != 0 {
+				t.Fatalf("%+v", r)
+			}
+			if rr.OpsSent == 0 || rr.OpsApplied != rr.OpsSent || rr.OpsLost != 0 {
+				t.Errorf("the responder process executed %d of the %d ops sent (%d lost)", rr.OpsApplied, rr.OpsSent, rr.OpsLost)
+			}
+			if xdpPath := path == ResponderXDP; (rr.XDPPackets >= rr.OpsSent) != xdpPath {
+				t.Errorf("%d requests through AF_XDP for %d ops sent over %s", rr.XDPPackets, rr.OpsSent, path)
+			}
+		})
+	}
+	if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err == nil && regexp.MustCompile(fmt.Sprintf(`(?m)^dtabench%d\b`, os.Getpid()%100000)).Match(out) {
+		t.Errorf("the bench's namespace outlived its runs:\n%s", out)
 	}
 }
 

@@ -41,4 +41,7 @@ type SinkStats struct {
 	// RemoteRSS is the resident memory of a remote side that is a process
 	// of its own (RemoteProcess), bytes: its copy of the stores included.
 	RemoteRSS uint64
+	// RemoteXDPPackets counts the requests the remote side took through
+	// AF_XDP (RoCEProcessSinkOver with ResponderXDP), since it started.
+	RemoteXDPPackets uint64
 }

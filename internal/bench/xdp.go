@@ -4,7 +4,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -144,11 +143,8 @@ func RunXDPQueues(ctx context.Context, cfg Config, queues int) (*XDPReport, erro
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if os.Geteuid() != 0 {
-		return nil, errors.New("bench: --transport xdp needs root: it creates a network namespace and a veth pair and attaches an XDP program (run it with sudo)")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		return nil, errors.New("bench: --transport xdp needs the ip command (iproute2)")
+	if err := vethPrerequisites("--transport xdp"); err != nil {
+		return nil, err
 	}
 	v, err := newBenchVeth(queues)
 	if err != nil {
@@ -227,7 +223,20 @@ func steerByKey(w *Workload, queues int) ([][]uint32, error) {
 	return steer, nil
 }
 
-// benchVeth is the namespace and veth pair of a RunXDP.
+// vethPrerequisites says why what (a flag) cannot create a namespace and a
+// veth pair here, or returns nil.
+func vethPrerequisites(what string) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("bench: %s needs root: it creates a network namespace and a veth pair and may attach an XDP program (run it with sudo)", what)
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return fmt.Errorf("bench: %s needs the ip command (iproute2)", what)
+	}
+	return nil
+}
+
+// benchVeth is the namespace and veth pair of a RunXDP or of a
+// RoCEProcessSinkOver over a veth.
 type benchVeth struct {
 	queues             int
 	ns, host, peer     string

@@ -35,6 +35,9 @@ type benchOptions struct {
 	// responderWait is where the responder's read loop waits: kernel or poller.
 	responderWait string
 	responderPoll time.Duration
+	// responderPath is how requests reach the responder process:
+	// loopback, veth or xdp.
+	responderPath string
 	output        string
 	quiet         bool
 	cpuProfile    string
@@ -101,7 +104,14 @@ processor while it waits, as dta collector's does); --responder thread runs
 it in this process and counts its receive thread alone (what the runtime
 does to wake it then counts as the translator's; like dta up's, that loop
 does not keep a processor). --responder-wait poller makes its read loop wait in the
-Go runtime's network poller instead of in a blocking system call. A report
+Go runtime's network poller instead of in a blocking system call.
+--responder-path veth (Linux, root) starts the responder process in a network
+namespace of its own and sends the requests over a veth pair, through the
+kernel's UDP path as over loopback; --responder-path xdp does the same with the
+responder taking its requests off the veth through AF_XDP (an XDP program and
+an AF_XDP socket, as dta collector --xdp does), skipping the kernel's UDP
+receive path. The veth's own receive work runs in softirq, charged to neither
+process, as over loopback. A report
 counts as accepted once the responder has executed its ops (every op is
 drained before the final counts). CPU s/M rep is DTA's whole CPU (the
 process minus the senders, plus a responder process); extra columns split
@@ -185,6 +195,7 @@ A progress line goes to stderr every second (-q silences it).`,
 	fl.StringVar(&o.sink, "sink", "local", "where the translator writes: local (into the stores, in-process) or roce (RoCEv2 over loopback to a software RDMA responder serving the stores)")
 	fl.StringVar(&o.responder, "responder", "process", "with --sink roce: where the software RDMA responder runs: process (a process of its own, started from this program, whose whole CPU time is the responder's) or thread (a goroutine of this process locked to its OS thread, whose thread's CPU time is)")
 	fl.StringVar(&o.responderWait, "responder-wait", "kernel", "with --sink roce: where the responder's read loop waits for requests: kernel (a blocking system call on a thread of its own, as dta collector does) or poller (the Go runtime's network poller)")
+	fl.StringVar(&o.responderPath, "responder-path", "loopback", "with --sink roce and --responder process: how requests reach the responder: loopback (kernel UDP over 127.0.0.1), veth (kernel UDP over a veth pair into a network namespace; Linux, root) or xdp (over the veth, taken off it through AF_XDP)")
 	fl.DurationVar(&o.responderPoll, "responder-poll", 0, "with --sink roce and --responder-wait kernel: poll the responder's socket this long before each wait (at most 1ms; 0 waits at once)")
 	fl.StringVarP(&o.output, "output", "o", "table", "output: table or json")
 	fl.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
@@ -268,9 +279,20 @@ func (o *benchOptions) complete() error {
 			if err != nil {
 				return fmt.Errorf("--responder process: finding this program to start it as the responder: %w", err)
 			}
-			c.SinkName, c.NewSink = "roce", bench.RoCEProcessSink([]string{exe, "bench", "responder"}, c.Region, w)
+			switch o.responderPath {
+			case bench.ResponderLoopback, bench.ResponderVeth, bench.ResponderXDP:
+			default:
+				return usageError("--responder-path: %q is not loopback, veth or xdp", o.responderPath)
+			}
+			c.SinkName, c.NewSink = "roce", bench.RoCEProcessSinkOver([]string{exe, "bench", "responder"}, c.Region, w, o.responderPath)
+			if o.responderPath != bench.ResponderLoopback {
+				c.SinkName += "/" + o.responderPath
+			}
 			c.SinkOwnsStores = true
 		case "thread":
+			if o.responderPath != bench.ResponderLoopback {
+				return usageError("--responder-path %s needs --responder process", o.responderPath)
+			}
 			c.SinkName, c.NewSink = "roce/thread", bench.RoCEThreadSink(w)
 		default:
 			return usageError("--responder: %q is not process or thread", o.responder)

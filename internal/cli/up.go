@@ -178,6 +178,9 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 		if !o.rdmaChanged {
 			rc.Addr = "127.0.0.1:0"
 		}
+		// The translator is in this process: its requests cross loopback,
+		// never an interface AF_XDP could take them from.
+		rc.XDP = nil
 		ccfg.RDMA = &rc
 	}
 	col, err := collector.New(ccfg, logger)

@@ -192,3 +192,56 @@ func TestTranslatorOverTwoCollectorsReceivesThroughXDP(t *testing.T) {
 		t.Errorf("dta_xdp_packets_total = %v, want %d\n%s", got, keys, p.stderr)
 	}
 }
+
+// TestCollectorWithXDPTakesATranslatorsRequestsFromAnotherNamespace runs
+// the whole split deployment across a veth pair: `dta collector --xdp` on
+// the host end, `dta translator` in the other namespace (started with ip
+// netns exec), reports sent to the translator there. Every report's value
+// is queried back from the collector, its AF_XDP path counted the RoCEv2
+// requests, and the program is gone once the collector stops.
+func TestCollectorWithXDPTakesATranslatorsRequestsFromAnotherNamespace(t *testing.T) {
+	ns, host, hostIP, peerIP := xdpVeth(t)
+	if out, err := exec.Command("ip", "-n", ns, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		t.Fatalf("ip -n %s link set lo up: %v\n%s", ns, err, out)
+	}
+	bin := buildDTA(t)
+	cfg := smallConfig(t)
+	m, col := startProcess(t, bin, regexp.MustCompile(`RoCEv2 on udp (\S+), queries on (http://\S+),.*requests via AF_XDP on `+host+` \((?:native|generic)/\S+ mode\)`),
+		"collector", "--config", cfg, "--rdma", hostIP+":4791", "--http", "127.0.0.1:0", "--xdp", host)
+	base := m[2]
+	if out, _ := exec.Command("ip", "link", "show", "dev", host).CombinedOutput(); !strings.Contains(string(out), "prog/xdp") {
+		t.Fatalf("no XDP program on %s while the collector runs:\n%s", host, out)
+	}
+	startProcess(t, "ip", translatorReady, "netns", "exec", ns, bin, "translator", "--config", cfg,
+		"--collector", hostIP+":4791", "--listen", peerIP+":40040", "--http", "127.0.0.1:0")
+	conn := dialInNS(t, ns, peerIP+":40040")
+	const keys = 20
+	for k := byte(1); k <= keys; k++ {
+		if _, err := conn.Write([]byte{1, k, 0, 2, 0, 0, 0, k, 0, 0, 0, k + 100}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	eventually(t, "every key is on the collector", func() error {
+		for k := uint32(1); k <= keys; k++ {
+			if st, v := keyWriteStatus(t, base, k); st != "found" || v != k+100 {
+				return fmt.Errorf("key %d: %s %d", k, st, v)
+			}
+		}
+		return nil
+	})
+	// The CM handshake, the advertisement's ACKs and the WRITEs all came
+	// through AF_XDP; the UDP socket took none.
+	if got := metric(t, base, "", "dta_xdp_packets_total"); got < 2*keys {
+		t.Errorf("dta_xdp_packets_total = %v, want at least the %d WRITEs\n%s", got, 2*keys, col.stderr)
+	}
+	if x, all := metric(t, base, "", "dta_xdp_packets_total"), metric(t, base, "", "dta_rdma_responder_packets_total"); x != all {
+		t.Errorf("dta_xdp_packets_total = %v, dta_rdma_responder_packets_total = %v: want every request through AF_XDP", x, all)
+	}
+	if err := col.stop(t, syscall.SIGTERM); err != nil {
+		t.Errorf("collector: %v\n%s", err, col.stderr)
+	}
+	if out, _ := exec.Command("ip", "link", "show", "dev", host).CombinedOutput(); strings.Contains(string(out), "prog/xdp") {
+		t.Errorf("the XDP program is still on %s after the collector stopped:\n%s", host, out)
+	}
+}

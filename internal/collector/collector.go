@@ -44,6 +44,11 @@ type Config struct {
 	// registered as a memory region and advertised to each translator that
 	// connects. Nil: the stores are reachable only in-process (local sink).
 	RDMA *rdma.ResponderConfig
+	// XDPFallback, with RDMA.XDP set, starts the responder on its UDP
+	// sockets alone, with a logged warning naming the failed step, when its
+	// AF_XDP path cannot be set up (collector.xdp.fallback: udp). Without
+	// it that failure stops New.
+	XDPFallback bool
 	// Durability, when set, keeps the stores in a data directory: restored
 	// at New, checkpointed while Run runs and once more when it ends, with
 	// past checkpoints queryable (?at=, GET /v1/epochs). Nil: memory only.
@@ -133,7 +138,7 @@ func New(cfg Config, logger *slog.Logger) (*Collector, error) {
 		return nil, err
 	}
 	if cfg.RDMA != nil {
-		if err := c.startResponder(*cfg.RDMA); err != nil {
+		if err := c.startResponder(*cfg.RDMA, cfg.XDPFallback); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -179,14 +184,25 @@ func (c *Collector) SetAllowTranslators(p *admit.Prefixes) {
 
 // startResponder runs NewResponder over the collector's stores and adds the
 // responder's counters to /metrics.
-func (c *Collector) startResponder(rc rdma.ResponderConfig) error {
+func (c *Collector) startResponder(rc rdma.ResponderConfig, xdpFallback bool) error {
 	resp, err := NewResponder(c.cat, rc, c.logger)
+	if err != nil && rc.XDP != nil && xdpFallback {
+		c.logger.Warn("AF_XDP path of the RoCEv2 responder unavailable, serving on UDP sockets only (collector.xdp.fallback: udp)", "err", err)
+		rc.XDP = nil
+		resp, err = NewResponder(c.cat, rc, c.logger)
+	}
 	if err != nil {
 		return err
 	}
 	if err := c.reg.Register(metrics.Responder{R: resp}); err != nil {
 		resp.Close()
 		return err
+	}
+	if ln := resp.XDP(); ln != nil {
+		if err := c.reg.Register(metrics.XDP{L: ln}); err != nil {
+			resp.Close()
+			return err
+		}
 	}
 	c.resp = resp
 	return nil
@@ -260,6 +276,16 @@ func (c *Collector) RDMAAddr() netip.AddrPort {
 		return netip.AddrPort{}
 	}
 	return c.resp.LocalAddr()
+}
+
+// XDPMode is the attach and copy mode of the responder's AF_XDP path
+// ("native/copy", ...), or "" when requests take the UDP sockets only
+// (collector.transport: udp, or its fallback).
+func (c *Collector) XDPMode() string {
+	if c.resp == nil || c.resp.XDP() == nil {
+		return ""
+	}
+	return c.resp.XDP().Mode()
 }
 
 // Name is the collector's name in a partition map (Config.Name).

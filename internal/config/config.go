@@ -65,6 +65,13 @@ type Collector struct {
 	// ReadLoops is the number of SO_REUSEPORT sockets (each with its own
 	// goroutine) the RoCEv2 responder receives on: rdma.ResponderConfig.ReadLoops.
 	ReadLoops int `yaml:"read_loops"`
+	// Transport is how RoCEv2 requests reach the responder: "udp" (the
+	// default, the kernel's UDP sockets) or "xdp" (AF_XDP sockets on
+	// xdp.interface as well: rdma.ResponderConfig.XDP).
+	Transport string `yaml:"transport"`
+	// XDP configures the responder's AF_XDP path (transport: xdp); the
+	// translator's section, with its batch size the responder's.
+	XDP XDPIngest `yaml:"xdp"`
 
 	CollectorGuard      `yaml:",inline"`
 	CollectorDurability `yaml:",inline"`
@@ -229,6 +236,9 @@ func (f *File) Validate() error {
 	if err := f.validateTransport(); err != nil {
 		return err
 	}
+	if err := f.validateCollectorTransport(); err != nil {
+		return err
+	}
 	if err := f.IngestConfig().Validate(); err != nil {
 		return fmt.Errorf("translator: %w", err)
 	}
@@ -308,6 +318,7 @@ func (f *File) ResponderConfig() rdma.ResponderConfig {
 	c.Addr = f.Collector.RDMA
 	c.ReadLoops = f.Collector.ReadLoops
 	c.AllowTranslators, _ = f.AllowTranslators() // checked by Validate
+	c.XDP = f.Collector.XDPConfig()
 	return c
 }
 

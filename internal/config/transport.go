@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/dta-go/dta/internal/transport/xdp"
@@ -24,8 +25,8 @@ type TranslatorTransport struct {
 	XDP XDPIngest `yaml:"xdp"`
 }
 
-// XDPIngest is the translator.xdp section. Zero values take
-// internal/transport/xdp's defaults.
+// XDPIngest is the translator.xdp and collector.xdp sections. Zero values
+// take internal/transport/xdp's defaults.
 type XDPIngest struct {
 	// Interface is the network interface reports arrive on (required with
 	// transport: xdp).
@@ -42,8 +43,9 @@ type XDPIngest struct {
 	AttachMode string `yaml:"attach_mode"`
 	// BindMode is auto, copy or zerocopy.
 	BindMode string `yaml:"bind_mode"`
-	// Fallback is "" (an AF_XDP setup failure stops the translator) or
-	// "udp" (log a warning and receive on UDP sockets instead).
+	// Fallback is "" (an AF_XDP setup failure stops the translator or
+	// collector) or "udp" (log a warning and receive on UDP sockets
+	// instead).
 	Fallback string `yaml:"fallback"`
 	// Coalesce is how long a reader pauses after a batch shorter than
 	// batch_size, 0 to 1ms (0: it reads again at once); unset: 50µs.
@@ -61,13 +63,26 @@ func (f *File) XDPConfig() *xdp.Config {
 	if t.Transport != TransportXDP {
 		return nil
 	}
+	return t.XDP.config(t.BatchSize)
+}
+
+// XDPConfig returns the responder's AF_XDP Config, or nil when
+// collector.transport is not xdp.
+func (c Collector) XDPConfig() *xdp.Config {
+	if c.Transport != TransportXDP {
+		return nil
+	}
+	return c.XDP.config(0)
+}
+
+// config is x over xdp.DefaultConfig, with batch as BatchSize unless 0.
+func (x XDPIngest) config(batch int) *xdp.Config {
 	c := xdp.DefaultConfig()
-	x := t.XDP
 	c.Interface, c.Queues = x.Interface, x.Queues
 	setIf(&c.FrameSize, x.FrameSize)
 	setIf(&c.Frames, x.Frames)
 	setIf(&c.RXRing, x.RXRing)
-	setIf(&c.BatchSize, t.BatchSize)
+	setIf(&c.BatchSize, batch)
 	if x.AttachMode != "" {
 		c.AttachMode = x.AttachMode
 	}
@@ -104,6 +119,28 @@ func (f *File) validateTransport() error {
 	}
 	if err := f.XDPConfig().Validate(); err != nil {
 		return fmt.Errorf("translator.xdp (transport: xdp): %w", err)
+	}
+	return nil
+}
+
+// validateCollectorTransport checks collector.transport and collector.xdp.
+func (f *File) validateCollectorTransport() error {
+	c := f.Collector
+	switch c.Transport {
+	case "", TransportUDP:
+		return nil
+	case TransportXDP:
+	default:
+		return fmt.Errorf("collector.transport: %q (want udp or xdp)", c.Transport)
+	}
+	if c.XDP.Fallback != "" && c.XDP.Fallback != TransportUDP {
+		return fmt.Errorf("collector.xdp.fallback: %q (want \"\" or udp)", c.XDP.Fallback)
+	}
+	if err := c.XDPConfig().Validate(); err != nil {
+		return fmt.Errorf("collector.xdp (transport: xdp): %w", err)
+	}
+	if _, port, err := net.SplitHostPort(c.RDMA); err == nil && port == "0" {
+		return fmt.Errorf("collector.rdma: %q: transport xdp steers a fixed port, not 0", c.RDMA)
 	}
 	return nil
 }

@@ -73,3 +73,47 @@ func TestTransportSettings(t *testing.T) {
 		})
 	}
 }
+
+func TestCollectorTransportSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		yaml    string
+		wantErr string
+		xdp     bool
+	}{
+		{"the responder takes UDP by default", "", "", false},
+		{"transport xdp with an interface gives the responder an AF_XDP path", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frame_size: 4096\n", "", true},
+		{"transport xdp without an interface names the key", "collector:\n  transport: xdp\n", "collector.xdp", false},
+		{"an unknown transport is refused", "collector:\n  transport: dpdk\n", "collector.transport", false},
+		{"an unknown fallback is refused", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n    fallback: tcp\n", "collector.xdp.fallback", false},
+		{"a ring that is not a power of two is refused", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frames: 1000\n", "Config.Frames", false},
+		{"port 0 cannot be steered", "collector:\n  rdma: 127.0.0.1:0\n  transport: xdp\n  xdp:\n    interface: eth0\n", "collector.rdma", false},
+		{"the translator's transport leaves the responder's alone", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Parse([]byte(tc.yaml))
+			if err == nil {
+				err = f.Validate()
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := f.ResponderConfig()
+			if (rc.XDP != nil) != tc.xdp {
+				t.Fatalf("ResponderConfig().XDP = %v, want set: %v", rc.XDP, tc.xdp)
+			}
+			if tc.xdp && (rc.XDP.Interface != "eth0" || rc.XDP.FrameSize != 4096) {
+				t.Errorf("XDP config %+v", *rc.XDP)
+			}
+			if err := rc.Validate(); err != nil {
+				t.Errorf("the responder's config does not validate: %v", err)
+			}
+		})
+	}
+}

@@ -6,13 +6,14 @@ import (
 	"github.com/dta-go/dta/internal/transport/xdp"
 )
 
-// XDP exports an AF_XDP ingest's counters (translator.transport: xdp) and
-// the kernel's counters of its sockets.
+// XDP exports an AF_XDP ingest's counters (translator.transport: xdp, or
+// the collector's responder with collector.transport: xdp) and the kernel's
+// counters of its sockets.
 type XDP struct{ L *xdp.Listener }
 
 var (
 	xdpCounters = map[string]*prometheus.Desc{
-		"packets":       desc("xdp_packets_total", "Report datagrams received through AF_XDP and handed to the translator."),
+		"packets":       desc("xdp_packets_total", "Datagrams received through AF_XDP and handed on: reports to the translator, or RoCEv2 requests to the collector's responder."),
 		"bytes":         desc("xdp_bytes_total", "UDP payload bytes of those datagrams."),
 		"batches":       desc("xdp_batches_total", "Non-empty reads of the AF_XDP RX rings."),
 		"empty_polls":   desc("xdp_empty_polls_total", "Waits for frames after an RX ring was found empty."),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/admit"
+	"github.com/dta-go/dta/internal/transport/xdp"
 	"github.com/dta-go/dta/rdma/requester"
 	"github.com/dta-go/dta/wire/roce"
 )
@@ -139,6 +140,24 @@ type ResponderConfig struct {
 	// 50 µs) cost more CPU per report than it saved, as polling took CPU from
 	// the translator on the same host.
 	PollBeforeWait time.Duration
+	// XDP, when set, also takes the requests that arrive on XDP.Interface
+	// through AF_XDP sockets (internal/transport/xdp) instead of the
+	// kernel's UDP receive path: an XDP program steers the frames sent to
+	// Addr's UDP port to one AF_XDP socket per receive queue, each read by
+	// its own goroutine (on an OS thread of its own) that runs a read loop
+	// of its own, as each of ReadLoops' sockets has: its QPs, batches and
+	// lock. Responses still leave through the first UDP socket, and the
+	// UDP sockets still serve requests that arrive elsewhere (loopback).
+	// Addr's port must not be 0. A request must fit one UMEM frame with its
+	// Ethernet, IP and UDP headers: with XDP.FrameSize 2048 (the default)
+	// connect with an MTU of at most 1024, with 4096 at most 2048 (REQs
+	// asking for more are still accepted up to MTU; their larger packets
+	// are dropped by the kernel and counted in its RX drop counter). Its
+	// BatchSize is the responder's. Needs Linux, root (CAP_NET_ADMIN and
+	// CAP_BPF) and an interface that takes an XDP program; NewResponder
+	// fails, naming the step, where it cannot be set up. OnReadLoop is not
+	// called for AF_XDP readers. Default nil (off).
+	XDP *xdp.Config
 }
 
 // DefaultResponderConfig returns the defaults documented on
@@ -192,6 +211,16 @@ func (c ResponderConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("rdma: ResponderConfig.PollBeforeWait = %v, want 0 to 1ms", c.PollBeforeWait))
 	case c.PollBeforeWait > 0 && !c.KernelWait:
 		errs = append(errs, fmt.Errorf("rdma: ResponderConfig.PollBeforeWait = %v needs KernelWait", c.PollBeforeWait))
+	}
+	if c.XDP != nil {
+		x := *c.XDP
+		x.BatchSize = c.BatchSize
+		if err := x.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("rdma: ResponderConfig.XDP: %w", err))
+		}
+		if _, port, err := net.SplitHostPort(c.Addr); err == nil && port == "0" {
+			errs = append(errs, fmt.Errorf("rdma: ResponderConfig.Addr = %q: XDP steers a fixed port, not 0", c.Addr))
+		}
 	}
 	if c.KeepProcessor && !c.KernelWait {
 		errs = append(errs, errors.New("rdma: ResponderConfig.KeepProcessor needs KernelWait"))

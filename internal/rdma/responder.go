@@ -15,6 +15,7 @@ import (
 	"github.com/dta-go/dta/internal/admit"
 	"github.com/dta-go/dta/internal/ratelog"
 	"github.com/dta-go/dta/internal/region"
+	"github.com/dta-go/dta/internal/transport/xdp"
 	"github.com/dta-go/dta/rdma/sock"
 	"github.com/dta-go/dta/wire/roce"
 )
@@ -97,7 +98,8 @@ type Responder struct {
 
 	running   atomic.Bool
 	done      chan struct{}
-	timer     *sock.Ticker // handshake and advertisement deadlines; armed with a loop lock held
+	timer     *sock.Ticker  // handshake and advertisement deadlines; armed with a loop lock held
+	xdp       *xdp.Listener // the AF_XDP readers of cfg.XDP, or nil
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -106,9 +108,10 @@ type Responder struct {
 // and everything that goroutine needs to execute a batch without touching
 // another loop's state.
 type loop struct {
-	r  *Responder
-	id int
-	s  *sock.Conn
+	r   *Responder
+	id  int
+	s   *sock.Conn
+	xdp bool // fed by an AF_XDP reader (xdpIngest); s is the first UDP loop's
 
 	// Owned by the loop's goroutine: used without a lock.
 	rx   *sock.Receiver
@@ -210,16 +213,16 @@ func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) 
 			// (sock.Conn.EnableGSO).
 			s.EnableGSO()
 		}
-		r.loops = append(r.loops, &loop{
-			r:   r,
-			id:  i,
-			s:   s,
-			rx:  sock.NewReceiver(s, cfg.BatchSize, cfg.MTU+maxHeaders+1),
-			all: cfg.ReadLoops == 1,
-			tx:  sock.NewSender(s, cfg.BatchSize, max(320, cfg.MTU+maxHeaders)), // READ responses carry up to MTU bytes
-			qps: make(map[uint32]*qp),
-			mad: make([]byte, 0, roce.MADLen),
-		})
+		r.loops = append(r.loops, r.newLoop(i, s, sock.NewReceiver(s, cfg.BatchSize, cfg.MTU+maxHeaders+1)))
+	}
+	if cfg.XDP != nil {
+		if err := r.listenXDP(); err != nil {
+			r.closeSockets()
+			return nil, err
+		}
+	}
+	for _, l := range r.loops {
+		l.all = len(r.loops) == 1
 	}
 	r.mrs.Store(&mrTable{byKey: map[uint32]*mr{}, byName: map[string]*mr{}, nextVA: newVABase()})
 	if !cfg.AllowTranslators.Any() {
@@ -231,10 +234,30 @@ func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) 
 	return r, nil
 }
 
+// newLoop returns read loop id, which sends through s and receives with
+// rx (nil for an AF_XDP loop, which its reader feeds).
+func (r *Responder) newLoop(id int, s *sock.Conn, rx *sock.Receiver) *loop {
+	return &loop{
+		r:   r,
+		id:  id,
+		s:   s,
+		rx:  rx,
+		tx:  sock.NewSender(s, r.cfg.BatchSize, max(320, r.cfg.MTU+maxHeaders)), // READ responses carry up to MTU bytes
+		qps: make(map[uint32]*qp),
+		mad: make([]byte, 0, roce.MADLen),
+	}
+}
+
 // closeSockets closes every loop's socket and returns the first error.
 func (r *Responder) closeSockets() error {
 	var first error
+	if r.xdp != nil {
+		first = r.xdp.Close()
+	}
 	for _, l := range r.loops {
+		if l.xdp {
+			continue // sends through a UDP loop's socket
+		}
 		if err := l.s.Close(); err != nil && first == nil {
 			first = err
 		}
@@ -274,9 +297,14 @@ type allLocker struct{ r *Responder }
 func (a allLocker) Lock()   { a.r.lockAll() }
 func (a allLocker) Unlock() { a.r.unlockAll() }
 
-// ReadLoops returns the number of read loops (sockets) receiving: the
-// configured ReadLoops, or 1 where SO_REUSEPORT is not available.
+// ReadLoops returns the number of read loops receiving: the UDP sockets'
+// (the configured ReadLoops, or 1 where SO_REUSEPORT is not available),
+// then one per AF_XDP receive queue (XDP).
 func (r *Responder) ReadLoops() int { return len(r.loops) }
+
+// XDP returns the AF_XDP listener of ResponderConfig.XDP (its counters),
+// or nil.
+func (r *Responder) XDP() *xdp.Listener { return r.xdp }
 
 // ReadLoopPackets returns the packets each read loop has received so far,
 // in loop order (their sum is Stats().Packets once each loop has
@@ -403,8 +431,17 @@ func (r *Responder) Run(ctx context.Context) error {
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Go(r.timerLoop)
-	errs := make([]error, len(r.loops))
+	errs := make([]error, len(r.loops)+1)
+	if r.xdp != nil {
+		wg.Go(func() {
+			errs[len(r.loops)] = r.xdp.Run(context.Background()) // Close stops it
+			r.Close()
+		})
+	}
 	for _, l := range r.loops[1:] {
+		if l.xdp {
+			continue // its reader runs it
+		}
 		wg.Go(func() {
 			defer r.pinReadLoop(l)()
 			errs[l.id] = l.run()

@@ -1,6 +1,8 @@
-// Package xdp is the translator's AF_XDP ingest: an alternative to
+// Package xdp is an AF_XDP ingest for UDP services: an alternative to
 // internal/transport/udp for hosts where the kernel's UDP receive path is the
-// bottleneck.
+// bottleneck. The translator takes reports through it (transport: xdp), and
+// the collector's software RDMA responder RoCEv2 requests
+// (rdma.ResponderConfig.XDP).
 //
 // [Listen] loads a small XDP program, written instruction by instruction with
 // cilium/ebpf's asm package (no C toolchain), attaches it to one network
@@ -19,7 +21,8 @@
 // host a wake-up, not a frame, is the dearest thing a reader does.
 //
 // Handlers are the same as the UDP path's (udp.Handler), so the translator's
-// workers are fed identically. Replies (ACK/NACK datagrams) are not built by
+// workers are fed identically; one that also needs each datagram's
+// destination address implements [AddrHandler]. Replies (ACK/NACK datagrams) are not built by
 // this package: they leave through one ordinary UDP socket shared by the
 // readers, through the kernel's routing and neighbour tables.
 //

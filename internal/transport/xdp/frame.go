@@ -82,6 +82,7 @@ const (
 type Datagram struct {
 	Payload []byte
 	From    netip.AddrPort
+	Dst     netip.Addr // the destination address (IPv4, or IPv6 unmapped)
 	DstPort uint16
 }
 
@@ -130,6 +131,7 @@ func ParseFrame(frame []byte, d *Datagram) Reason {
 			return ReasonNotUDP
 		}
 		d.From = netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip[12:16])), 0)
+		d.Dst = netip.AddrFrom4([4]byte(ip[16:20]))
 		udp = ip[ihl:total]
 	case etherTypeIPv6:
 		if len(ip) < ipv6HeaderLen {
@@ -146,6 +148,7 @@ func ParseFrame(frame []byte, d *Datagram) Reason {
 			return ReasonNotUDP
 		}
 		d.From = netip.AddrPortFrom(netip.AddrFrom16([16]byte(ip[8:24])).Unmap(), 0)
+		d.Dst = netip.AddrFrom16([16]byte(ip[24:40])).Unmap()
 		udp = ip[ipv6HeaderLen : ipv6HeaderLen+payload]
 	default:
 		return ReasonNotIP

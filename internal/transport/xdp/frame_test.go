@@ -88,8 +88,12 @@ func TestParseFrame(t *testing.T) {
 			if got != ReasonNone {
 				return
 			}
-			if string(d.Payload) != tc.payload || d.From != tc.from || d.DstPort != 40040 {
-				t.Errorf("got payload %q from %v to port %d, want %q from %v to 40040", d.Payload, d.From, d.DstPort, tc.payload, tc.from)
+			dst := dst4.Addr()
+			if tc.from.Addr().Is6() {
+				dst = dst6.Addr()
+			}
+			if string(d.Payload) != tc.payload || d.From != tc.from || d.Dst != dst || d.DstPort != 40040 {
+				t.Errorf("got payload %q from %v to %v port %d, want %q from %v to %v port 40040", d.Payload, d.From, d.Dst, d.DstPort, tc.payload, tc.from, dst)
 			}
 		})
 	}
@@ -118,7 +122,7 @@ func FuzzParseFrame(f *testing.F) {
 				}
 				fr := AppendFrame(nil, macA, macB, ap[0], ap[1], b)
 				var d Datagram
-				if r := ParseFrame(fr, &d); r != ReasonNone || !bytes.Equal(d.Payload, b) || d.From != ap[0] || d.DstPort != ap[1].Port() {
+				if r := ParseFrame(fr, &d); r != ReasonNone || !bytes.Equal(d.Payload, b) || d.From != ap[0] || d.Dst != ap[1].Addr() || d.DstPort != ap[1].Port() {
 					t.Fatalf("round trip of %x: %v, %x from %v", b, r, d.Payload, d.From)
 				}
 			}

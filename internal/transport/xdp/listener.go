@@ -14,6 +14,19 @@ var ErrUnsupported = errors.New("xdp: AF_XDP needs Linux")
 // path's handler, so that translator workers are fed identically.
 type Handler = udp.Handler
 
+// AddrHandler is a Handler that is also given each datagram's destination
+// address, for a service whose checks cover it (RoCEv2's ICRC covers the
+// IP header: the collector's RDMA responder). A reader calls HandleDatagram
+// instead of HandlePacket for a handler that implements it. d and its
+// payload stay valid until the handler's EndBatch for that batch returns
+// (the frames go back to the fill ring after it), so a handler may gather
+// a batch in HandleDatagram and work on it in EndBatch; it must not keep
+// them longer.
+type AddrHandler interface {
+	Handler
+	HandleDatagram(d *Datagram, r Replier)
+}
+
 // Replier sends a reply datagram; the UDP path's.
 type Replier = udp.Replier
 

@@ -308,7 +308,8 @@ type reader struct {
 	stats  *Stats
 	ports  []uint16
 	hs     []Handler
-	used   []bool // hs[i] got a datagram in this batch
+	ah     []AddrHandler // hs[i] as an AddrHandler, or nil
+	used   []bool        // hs[i] got a datagram in this batch
 	batch  uint32
 	dgrams []Datagram
 	route  []int8   // per batch slot: index into hs, or -1
@@ -353,7 +354,9 @@ func newReader(id int, s *socket, routes []Route, l *Listener) *reader {
 	}
 	for _, rt := range routes {
 		r.ports = append(r.ports, rt.Port)
-		r.hs = append(r.hs, rt.NewHandler(id))
+		h := rt.NewHandler(id)
+		ah, _ := h.(AddrHandler)
+		r.hs, r.ah = append(r.hs, h), append(r.ah, ah)
 	}
 	r.pfd[0] = unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN}
 	return r
@@ -522,7 +525,11 @@ func (r *reader) receive() uint32 {
 	for i := range n {
 		if j := r.route[i]; j >= 0 {
 			dg := &r.dgrams[i]
-			r.hs[j].HandlePacket(dg.Payload, dg.From, r)
+			if ah := r.ah[j]; ah != nil {
+				ah.HandleDatagram(dg, r)
+			} else {
+				r.hs[j].HandlePacket(dg.Payload, dg.From, r)
+			}
 			r.used[j] = true
 		}
 	}

@@ -1,0 +1,105 @@
+package rdma
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/dta-go/dta/internal/transport/xdp"
+)
+
+// xdpPacket is one request an AF_XDP read loop gathered from its batch: b
+// aliases a UMEM frame, valid until the batch's EndBatch returns.
+type xdpPacket struct {
+	b    []byte
+	from netip.AddrPort
+	dst  netip.Addr
+}
+
+// xdpIngest feeds one AF_XDP reader's requests to its own read loop: the
+// reader calls HandleDatagram for each request of a batch, which only
+// notes it, then EndBatch, which runs the batch as a UDP read loop runs
+// one receive batch (prefetch, execute under the loop's lock, send the
+// responses, then what was deferred). It implements xdp.AddrHandler: the
+// destination address the ICRC covers comes from each frame.
+type xdpIngest struct {
+	l    *loop
+	pend []xdpPacket
+}
+
+// HandlePacket is HandleDatagram for a datagram sent to the responder's own
+// address; readers call HandleDatagram.
+func (h *xdpIngest) HandlePacket(b []byte, from netip.AddrPort, _ xdp.Replier) {
+	h.note(b, from, h.l.r.local.Addr())
+}
+
+// HandleDatagram notes one request of the batch.
+func (h *xdpIngest) HandleDatagram(d *xdp.Datagram, _ xdp.Replier) {
+	h.note(d.Payload, d.From, d.Dst)
+}
+
+func (h *xdpIngest) note(b []byte, from netip.AddrPort, dst netip.Addr) {
+	if len(h.pend) == cap(h.pend) {
+		// More than a batch: never, as the reader's batch is the
+		// responder's BatchSize; run what is gathered rather than grow.
+		h.EndBatch()
+	}
+	h.pend = append(h.pend, xdpPacket{b: b, from: from, dst: dst})
+}
+
+// EndBatch runs the gathered requests.
+func (h *xdpIngest) EndBatch() {
+	if len(h.pend) == 0 {
+		return
+	}
+	l, r := h.l, h.l.r
+	r.stats.Batches.Add(1)
+	t := r.mrs.Load()
+	for i := range h.pend {
+		l.pf.add(t, h.pend[i].b)
+	}
+	l.pf.reset()
+	l.mu.Lock()
+	l.now = time.Now().UnixNano()
+	for i := range h.pend {
+		p := &h.pend[i]
+		if r.shut {
+			break
+		}
+		if len(p.b) > r.maxPacket {
+			l.hot.packets++
+			r.stats.Truncated.Add(1)
+			continue
+		}
+		l.handle(p.b[:len(p.b):len(p.b)], p.from, p.dst)
+	}
+	l.flushACKs()
+	l.flush()
+	l.mu.Unlock()
+	if len(l.slow) > 0 {
+		l.runSlow()
+	}
+	clear(h.pend) // the frames go back to the kernel
+	h.pend = h.pend[:0]
+}
+
+// listenXDP opens the AF_XDP listener of cfg.XDP, one read loop per
+// receive queue, each sending its responses through the first UDP socket.
+// The loops are appended to r.loops; their ids follow the UDP loops'.
+func (r *Responder) listenXDP() error {
+	xc := *r.cfg.XDP
+	xc.BatchSize = r.cfg.BatchSize
+	s := r.loops[0].s
+	route := xdp.Route{Port: r.local.Port(), NewHandler: func(int) xdp.Handler {
+		l := r.newLoop(len(r.loops), s, nil)
+		l.xdp = true
+		r.loops = append(r.loops, l)
+		return &xdpIngest{l: l, pend: make([]xdpPacket, 0, xc.BatchSize)}
+	}}
+	ln, err := xdp.Listen(xc, []xdp.Route{route}, r.logger)
+	if err != nil {
+		return fmt.Errorf("rdma: responder: %w", err)
+	}
+	r.xdp = ln
+	return nil
+}

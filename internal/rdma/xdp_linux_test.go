@@ -1,0 +1,274 @@
+package rdma
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dta-go/dta/internal/memop"
+	"github.com/dta-go/dta/internal/transport/xdp"
+	"github.com/dta-go/dta/wire/roce"
+)
+
+// xdpVeth is a veth pair for the AF_XDP responder's tests: host stays in the
+// test's namespace and carries the responder and its XDP program; peer
+// lives in namespace ns, where the requesters are.
+type xdpVeth struct {
+	ns, host, peer     string
+	hostAddr, peerAddr netip.Addr
+}
+
+var xdpVethSeq atomic.Uint32
+
+// newXDPVeth creates the pair, removed when the test ends. It skips the
+// test without root or iproute2, and fails it in CI (CI=true), where the
+// AF_XDP tests must run.
+func newXDPVeth(t *testing.T) *xdpVeth {
+	t.Helper()
+	why := ""
+	if os.Geteuid() != 0 {
+		why = "not root"
+	} else if _, err := exec.LookPath("ip"); err != nil {
+		why = "no ip command"
+	}
+	if why != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("AF_XDP tests need root and iproute2 in CI: %s", why)
+		}
+		t.Skipf("AF_XDP tests need root and iproute2: %s", why)
+	}
+	n := xdpVethSeq.Add(1)
+	id := fmt.Sprintf("%d%d", os.Getpid()%100000, n)
+	k := (os.Getpid()*11 + int(n)) % 250
+	v := &xdpVeth{
+		ns: "dtarn" + id, host: "dra" + id, peer: "drb" + id,
+		// 198.19.250-255: the xdp tests use 198.18, the bench 198.19.0-199, the cli tests 198.19.200-249.
+		hostAddr: netip.AddrFrom4([4]byte{198, 19, byte(250 + k%6), 1}),
+		peerAddr: netip.AddrFrom4([4]byte{198, 19, byte(250 + k%6), 2}),
+	}
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	ip("netns", "add", v.ns)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", v.ns).Run() })
+	ip("link", "add", v.host, "type", "veth", "peer", "name", v.peer, "netns", v.ns)
+	t.Cleanup(func() { exec.Command("ip", "link", "del", v.host).Run() })
+	ip("addr", "add", v.hostAddr.String()+"/24", "dev", v.host)
+	ip("link", "set", v.host, "up")
+	ip("-n", v.ns, "addr", "add", v.peerAddr.String()+"/24", "dev", v.peer)
+	ip("-n", v.ns, "link", "set", v.peer, "up")
+	return v
+}
+
+// inNS runs f on an OS thread in the peer namespace: sockets f opens belong
+// to it and may be used from anywhere afterwards. The thread is discarded.
+func (v *xdpVeth) inNS(t *testing.T, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		ns, err := os.Open("/run/netns/" + v.ns)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer ns.Close()
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			t.Error(err)
+			return
+		}
+		f()
+	}()
+	<-done
+}
+
+func (v *xdpVeth) attached(t *testing.T) bool {
+	out, err := exec.Command("ip", "link", "show", "dev", v.host).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip link show %s: %v\n%s", v.host, err, out)
+	}
+	return strings.Contains(string(out), "prog/xdp")
+}
+
+// TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth runs the responder
+// with its requests taken through AF_XDP on the host end of a veth pair
+// and a requester in the other namespace: WRITEs land byte for byte,
+// FETCH_ADDs count once each, every request came through the AF_XDP
+// reader (none through the UDP socket), a packet with a bad ICRC or a
+// truncated one changes nothing and is counted, and closing the responder
+// detaches the program.
+func TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth(t *testing.T) {
+	v := newXDPVeth(t)
+	port := uint16(20000 + os.Getpid()%20000)
+	cfg := testResponderConfig("127.0.0.1")
+	cfg.Addr = netip.AddrPortFrom(v.hostAddr, port).String()
+	xc := xdp.DefaultConfig()
+	xc.Interface = v.host
+	cfg.XDP = &xc
+	resp, err := NewResponder(cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := newRegion(t, 1<<16)
+	m, err := resp.RegisterMR("a", reg, AccessRemoteWrite|AccessRemoteAtomic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- resp.Run(context.Background()) }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			resp.Close()
+			if err := <-done; err != nil {
+				t.Errorf("Responder.Run: %v", err)
+			}
+		}
+	}
+	defer stop()
+	if !v.attached(t) {
+		t.Fatal("no XDP program on the host end while the responder runs")
+	}
+
+	var q *Requester
+	v.inNS(t, func() {
+		rc := testRequesterConfig(resp.LocalAddr())
+		rc.MTU = 1024 // a packet fits one 2048-byte UMEM frame
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		q, err = Dial(ctx, rc, testLogger(t))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	q.SetTargets([]Target{targetOf(m)})
+	want := make([]byte, 4096)
+	var ops []memop.Op
+	off := uint64(0)
+	for i, n := range []int{1, 8, 33, 1023, 1024, 1025, 3000} {
+		data := bytes.Repeat([]byte{byte(i + 1)}, n)
+		copy(want[off:], data)
+		ops = append(ops, memop.Op{Kind: memop.Write, Offset: off, Data: data})
+		off += uint64(n)
+	}
+	for i := range 200 {
+		ops = append(ops, memop.Op{Kind: memop.FetchAdd, Offset: 8192 + uint64(i%4)*8, Delta: uint64(i + 1)})
+	}
+	if err := q.Apply(ops); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, q)
+	got := make([]byte, len(want))
+	reg.Read(0, got)
+	if !bytes.Equal(got, want) {
+		t.Fatal("the region differs from the writes")
+	}
+	var sums [4]uint64
+	for i := range 200 {
+		sums[i%4] += uint64(i + 1)
+	}
+	for i, w := range sums {
+		if c, _ := reg.Load64(8192 + uint64(i)*8); c != w {
+			t.Errorf("counter %d = %d, want %d", i, c, w)
+		}
+	}
+	st := resp.Stats()
+	if a := st.Atomics.Load(); a != 200 {
+		t.Errorf("responder executed %d atomics, want 200", a)
+	}
+	// The UDP sockets' loops first (cfg.ReadLoops), then the one queue's.
+	per := resp.ReadLoopPackets()
+	if len(per) != cfg.ReadLoops+1 || per[len(per)-1] == 0 || slices.ContainsFunc(per[:cfg.ReadLoops], func(n uint64) bool { return n != 0 }) {
+		t.Errorf("packets per read loop %v: want none on the %d UDP sockets, all on the AF_XDP reader", per, cfg.ReadLoops)
+	}
+	if x := resp.xdp.Stats().Packets.Load(); x != st.Packets.Load() {
+		t.Errorf("the AF_XDP reader handed on %d packets, the responder counted %d", x, st.Packets.Load())
+	}
+
+	// A forged packet to the QP (the next PSN, a valid WRITE) with its
+	// ICRC broken, and one cut short, from a UDP socket in the
+	// namespace: counted, nothing written.
+	before := make([]byte, reg.Size())
+	reg.Read(0, before)
+	info := resp.QPs()
+	if len(info) != 1 {
+		t.Fatalf("QPs %+v, want 1", info)
+	}
+	var c *net.UDPConn
+	v.inNS(t, func() {
+		c, err = net.ListenUDP("udp4", &net.UDPAddr{IP: v.peerAddr.AsSlice()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pkt := roce.Packet{BTH: roce.BTH{Opcode: roce.OpWriteOnly, DestQP: info[0].QPN, PSN: info[0].ExpectedPSN},
+		RETH: roce.RETH{VA: m.VA, RKey: m.RKey, DMALen: 8}, Payload: []byte("XXXXXXXX")}
+	b := pkt.AppendTo(nil)
+	b = append(b, 0, 0, 0, 0) // an ICRC of zeros: wrong
+	bad, short := st.BadICRC.Load(), st.Malformed.Load()
+	to := net.UDPAddrFromAddrPort(resp.LocalAddr())
+	if _, err := c.WriteToUDP(b, to); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WriteToUDP(b[:5], to); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for st.BadICRC.Load() == bad || st.Malformed.Load() == short {
+		if time.Now().After(deadline) {
+			t.Fatalf("bad ICRC %d → %d, malformed %d → %d: the forged packets were not counted", bad, st.BadICRC.Load(), short, st.Malformed.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	after := make([]byte, reg.Size())
+	reg.Read(0, after)
+	if !bytes.Equal(before, after) {
+		t.Error("a rejected packet changed the region")
+	}
+
+	stop()
+	if v.attached(t) {
+		t.Error("the XDP program is still attached after Close")
+	}
+}
+
+// TestAResponderConfigWithXDPNeedsAFixedPort: XDP steers a port, so Addr's
+// port 0 (any free port) is refused, as is an XDP config that does not
+// validate.
+func TestAResponderConfigWithXDPNeedsAFixedPort(t *testing.T) {
+	xc := xdp.DefaultConfig()
+	xc.Interface = "lo"
+	cfg := DefaultResponderConfig()
+	cfg.XDP = &xc
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("the default address with XDP on lo: %v", err)
+	}
+	cfg.Addr = "127.0.0.1:0"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "not 0") {
+		t.Errorf("port 0 with XDP: %v, want an error", err)
+	}
+	cfg.Addr = ":4791"
+	xc.Interface = ""
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "ResponderConfig.XDP") {
+		t.Errorf("XDP without an interface: %v, want an error naming ResponderConfig.XDP", err)
+	}
+}
