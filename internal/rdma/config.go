@@ -149,11 +149,10 @@ type ResponderConfig struct {
 	// lock. Responses still leave through the first UDP socket, and the
 	// UDP sockets still serve requests that arrive elsewhere (loopback).
 	// Addr's port must not be 0. A request must fit one UMEM frame with its
-	// Ethernet, IP and UDP headers: with XDP.FrameSize 2048 (the default)
-	// connect with an MTU of at most 1024, with 4096 at most 2048 (REQs
-	// asking for more are still accepted up to MTU; their larger packets
-	// are dropped by the kernel and counted in its RX drop counter). Its
-	// BatchSize is the responder's. Needs Linux, root (CAP_NET_ADMIN and
+	// Ethernet, IP and UDP headers, so MTU is capped (with a logged note)
+	// at 1024 for XDP.FrameSize 2048 (the default) and at 2048 for 4096:
+	// a REQ asking for more is rejected (REJ invalid MTU), whichever path
+	// it came by. Its BatchSize is the responder's. Needs Linux, root (CAP_NET_ADMIN and
 	// CAP_BPF) and an interface that takes an XDP program; NewResponder
 	// fails, naming the step, where it cannot be set up. OnReadLoop is not
 	// called for AF_XDP readers. Default nil (off).

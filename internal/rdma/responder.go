@@ -182,6 +182,12 @@ func NewResponder(cfg ResponderConfig, logger *slog.Logger) (*Responder, error) 
 		logger.Warn("rdma responder: several read loops need SO_REUSEPORT (Linux); using one", "read_loops", cfg.ReadLoops)
 		cfg.ReadLoops = 1
 	}
+	if cfg.XDP != nil {
+		if m := xdpMTU(cfg.XDP.FrameSize); cfg.MTU > m {
+			logger.Info("rdma responder: path MTU capped so that a request fits one AF_XDP frame", "max_mtu", m, "frame_size", cfg.XDP.FrameSize)
+			cfg.MTU = m
+		}
+	}
 	capt, err := sock.NewCapture(cfg.Capture, sock.MACResponder, sock.MACRequester)
 	if err != nil {
 		return nil, fmt.Errorf("rdma: capture: %w", err)

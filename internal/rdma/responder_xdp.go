@@ -83,6 +83,24 @@ func (h *xdpIngest) EndBatch() {
 	h.pend = h.pend[:0]
 }
 
+// xdpFrameOverhead is the most bytes a request's frame adds to its
+// payload: Ethernet with a VLAN tag, IPv6, UDP, and the RoCEv2 headers and
+// trailer (maxHeaders); plus the headroom (XDP_PACKET_HEADROOM, 256) the
+// kernel may keep in front of the frame in the UMEM frame.
+const xdpFrameOverhead = 14 + 4 + 40 + 8 + maxHeaders + 256
+
+// xdpMTU is the largest path MTU whose requests fit a UMEM frame of
+// frameSize bytes: 1024 for 2048-byte frames, 2048 for 4096-byte ones.
+func xdpMTU(frameSize int) int {
+	m := 256
+	for _, mtu := range []int{512, 1024, 2048, 4096} {
+		if mtu+xdpFrameOverhead <= frameSize {
+			m = mtu
+		}
+	}
+	return m
+}
+
 // listenXDP opens the AF_XDP listener of cfg.XDP, one read loop per
 // receive queue, each sending its responses through the first UDP socket.
 // The loops are appended to r.loops; their ids follow the UDP loops'.

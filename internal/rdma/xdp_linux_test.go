@@ -111,8 +111,8 @@ func (v *xdpVeth) attached(t *testing.T) bool {
 // and a requester in the other namespace: WRITEs land byte for byte,
 // FETCH_ADDs count once each, every request came through the AF_XDP
 // reader (none through the UDP socket), a packet with a bad ICRC or a
-// truncated one changes nothing and is counted, and closing the responder
-// detaches the program.
+// truncated one changes nothing and is counted, a path MTU too large for a
+// frame is refused, and closing the responder detaches the program.
 func TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth(t *testing.T) {
 	v := newXDPVeth(t)
 	port := uint16(20000 + os.Getpid()%20000)
@@ -147,6 +147,21 @@ func TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth(t *testing.T) {
 		t.Fatal("no XDP program on the host end while the responder runs")
 	}
 
+	// A path MTU whose packets would not fit a 2048-byte frame is refused
+	// at the handshake, not lost packet by packet.
+	v.inNS(t, func() {
+		rc := testRequesterConfig(resp.LocalAddr())
+		rc.MTU = 2048
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var big *Requester
+		if big, err = Dial(ctx, rc, testLogger(t)); err == nil {
+			big.Close()
+		}
+	})
+	if err == nil || !strings.Contains(err.Error(), "MTU") {
+		t.Fatalf("a connection asking for a 2048-byte MTU: %v, want a rejection naming the MTU", err)
+	}
 	var q *Requester
 	v.inNS(t, func() {
 		rc := testRequesterConfig(resp.LocalAddr())
@@ -270,5 +285,13 @@ func TestAResponderConfigWithXDPNeedsAFixedPort(t *testing.T) {
 	xc.Interface = ""
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "ResponderConfig.XDP") {
 		t.Errorf("XDP without an interface: %v, want an error naming ResponderConfig.XDP", err)
+	}
+}
+
+func TestTheLargestPathMTUOverAFXDPFitsAFrame(t *testing.T) {
+	for _, tc := range []struct{ frame, mtu int }{{2048, 1024}, {4096, 2048}} {
+		if got := xdpMTU(tc.frame); got != tc.mtu {
+			t.Errorf("xdpMTU(%d) = %d, want %d", tc.frame, got, tc.mtu)
+		}
 	}
 }
