@@ -121,7 +121,8 @@ baseline is unchanged. After the table, one line per primitive and mode
 gives the responder's CPU per report against the baseline collector's (the
 collector's CPU a real RDMA NIC would take to zero; goal at most 1/3) and
 the request packets the responder takes in per CPU second (goal at least
-1 M), all from the same run. Nothing limits the rate: the translator sends
+1 M), all from the same run, and the machine's softirq time per report (the
+kernel's receive path, charged to whichever process sends). Nothing limits the rate: the translator sends
 as fast as the responder's ACKs let it.
 
 --transport xdp measures the AF_XDP ingest instead (Linux, root): it creates a
@@ -258,6 +259,9 @@ func (o *benchOptions) complete() error {
 	switch o.sink {
 	case "local":
 		c.SinkName = "local"
+		if o.responderPath != bench.ResponderLoopback {
+			return usageError("--responder-path applies to --sink roce")
+		}
 	case "roce":
 		w := bench.ResponderWait{Poll: o.responderPoll}
 		switch o.responderWait {

@@ -245,3 +245,32 @@ func TestCollectorWithXDPTakesATranslatorsRequestsFromAnotherNamespace(t *testin
 		t.Errorf("the XDP program is still on %s after the collector stopped:\n%s", host, out)
 	}
 }
+
+// TestBenchResponderPathFlag: --responder-path takes loopback, veth or xdp,
+// only with --sink roce and the responder in a process of its own; as root,
+// a short xdp run prints the responder's line with the softirq figure.
+func TestBenchResponderPathFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"an unknown path", []string{"--sink", "roce", "--responder-path", "wire"}},
+		{"a path with the local sink", []string{"--responder-path", "xdp"}},
+		{"a path with the responder thread", []string{"--sink", "roce", "--responder", "thread", "--responder-path", "veth"}},
+	} {
+		if code, _, errs := runBenchArgs(t, tc.args...); code != 2 || !strings.Contains(errs, "--responder-path") {
+			t.Errorf("%s: exit %d (%s), want 2 naming the flag", tc.name, code, errs)
+		}
+	}
+	if os.Geteuid() != 0 || testing.Short() {
+		t.Skip("the xdp run needs root")
+	}
+	code, out, errs := runBenchArgs(t, "--sink", "roce", "--responder-path", "xdp", "--primitive", "keywrite", "--mode", "single/recvmmsg",
+		"--duration", "300ms", "--warmup", "100ms", "--memory", "8MiB", "--keys", "4096", "--pool", "4096", "--prefault=false", "--baseline=false", "--ceiling=false", "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !regexp.MustCompile(`keywrite single/recvmmsg responder: .* M pkts/CPU s .* machine softirq [0-9.]+ CPU s/M rep`).MatchString(out) {
+		t.Errorf("no responder line with the softirq figure:\n%s", out)
+	}
+}
