@@ -199,8 +199,10 @@ func RoCEProcessSink(command []string, rc region.Config, w ResponderWait) func(*
 // namespace of its own (`ip netns exec`), which the sink creates and
 // removes on Close; those need root and iproute2. The veth's receive path
 // (its NAPI poll, the XDP program, the copy into the AF_XDP socket's
-// memory) runs in the kernel's softirq context, mostly on the sending CPU:
-// it is charged to neither process, as over loopback.
+// memory, or IP and UDP) runs in the kernel's softirq context, mostly on
+// the sending CPU, and is charged to the process that sends: the
+// translator for requests, the responder for responses (as over
+// loopback). RemoteResult.SoftirqCPUPerMillion gives the machine's total.
 func RoCEProcessSinkOver(command []string, rc region.Config, w ResponderWait, path string) func(*store.Catalog) (Sink, error) {
 	return func(local *store.Catalog) (Sink, error) {
 		if len(command) == 0 {

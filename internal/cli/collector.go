@@ -38,8 +38,10 @@ longer allows) without a restart (docs/OPERATIONS.md, "Security").
 --xdp IFACE (collector.transport: xdp) attaches an XDP program to IFACE that
 steers the frames sent to the responder's UDP port to AF_XDP sockets, one per
 receive queue, each read by a read loop of its own: requests skip the kernel's
-UDP receive path (on a veth, 2.7-3.5 M request packets per CPU second against
-0.5-1 M; docs/BENCHMARKS.md). Responses still leave through the UDP socket.
+UDP receive path (across a veth on a 2-vCPU VM, 2.7-3.5 M Key-Write request
+packets per CPU second against 0.6-0.9 M; docs/BENCHMARKS.md). Responses still
+leave through the UDP socket, and the path MTU is capped so that a request fits
+one frame.
 The program is detached on exit, crash included.`,
 		Example: `  dta collector
   dta collector --config dta.yaml

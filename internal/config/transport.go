@@ -28,8 +28,9 @@ type TranslatorTransport struct {
 // XDPIngest is the translator.xdp and collector.xdp sections. Zero values
 // take internal/transport/xdp's defaults.
 type XDPIngest struct {
-	// Interface is the network interface reports arrive on (required with
-	// transport: xdp).
+	// Interface is the network interface reports (translator.xdp) or
+	// RoCEv2 requests (collector.xdp) arrive on (required with transport:
+	// xdp).
 	Interface string `yaml:"interface"`
 	// Queues is how many receive queues are read, from queue 0; 0 = all.
 	Queues int `yaml:"queues"`

@@ -165,6 +165,14 @@
 // writes), an atomic store elsewhere. The per-packet counters are plain integers
 // added to Stats once per batch, before any response leaves.
 //
+// With ResponderConfig.XDP the requests that arrive on one interface skip
+// the kernel's UDP receive path: internal/transport/xdp's program steers
+// them to an AF_XDP socket per receive queue, and each socket's reader runs
+// a read loop of its own over each ring batch (xdpIngest), with the
+// destination address the ICRC covers taken from the frame. Such a loop
+// owns QPs as a socket's loop does, and sends its responses through the
+// first UDP socket. The path MTU is capped so that a request fits a frame.
+//
 // # Not implemented
 //
 // SEND from the requester (NAK invalid request), receive
