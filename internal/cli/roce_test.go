@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -119,13 +121,46 @@ var (
 	translatorReady = regexp.MustCompile(`reports on udp (\S+), RoCEv2 to`)
 )
 
+// logCountersOnFailure logs, if the test fails, every non-zero counter of
+// the given /metrics bases whose name starts with one of prefixes.
+func logCountersOnFailure(t *testing.T, bases map[string]string, prefixes ...string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for who, base := range bases {
+			resp, err := http.Get(base + "/metrics")
+			if err != nil {
+				t.Logf("%s metrics: %v", who, err)
+				continue
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, line := range strings.Split(string(body), "\n") {
+				if strings.HasPrefix(line, "#") || strings.HasSuffix(line, " 0") {
+					continue
+				}
+				for _, p := range prefixes {
+					if strings.HasPrefix(line, p) {
+						t.Logf("%s: %s", who, line)
+						break
+					}
+				}
+			}
+		}
+	})
+}
+
 func TestCollectorAndTranslatorWorkAsAPairAndSurviveACollectorRestart(t *testing.T) {
 	cfg := smallConfig(t)
 	// The responder receives on two SO_REUSEPORT sockets (--read-loops).
 	col, stopCol := startCmd(t, collectorReady, "collector", "--config", cfg, "--rdma", "127.0.0.1:0", "--http", "127.0.0.1:0", "--read-loops", "2")
 	rdmaAddr, base := col[1], col[2]
-	tr, _ := startCmd(t, translatorReady, "translator", "--config", cfg, "--collector", rdmaAddr,
+	tr, _ := startCmd(t, translatorMetricsReady, "translator", "--config", cfg, "--collector", rdmaAddr,
 		"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	// Should a report not land (seen once under heavy load), the counters
+	// of both sides say where it went.
+	logCountersOnFailure(t, map[string]string{"translator": tr[2], "collector": base}, "dta_rdma_", "dta_translator_", "dta_reports_", "dta_ingest_")
 	sendPrototypeReports(t, tr[1])
 	checkPrototypeAnswers(t, base)
 
