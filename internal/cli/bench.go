@@ -150,6 +150,7 @@ A progress line goes to stderr every second (-q silences it).`,
   dta bench --repeat 3 -o json > bench.json
   dta bench --primitive append --mode multi16/recvmmsg --rate 2e6
   dta bench --sink roce --primitive keywrite,append --mode multi/recvmmsg
+  sudo dta bench --sink roce --responder-path xdp --mode single/recvmmsg,multi/recvmmsg
   sudo dta bench --transport xdp --duration 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
