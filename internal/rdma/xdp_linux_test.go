@@ -35,7 +35,10 @@ var xdpVethSeq atomic.Uint32
 // newXDPVeth creates the pair, removed when the test ends. It skips the
 // test without root or iproute2, and fails it in CI (CI=true), where the
 // AF_XDP tests must run.
-func newXDPVeth(t *testing.T) *xdpVeth {
+func newXDPVeth(t *testing.T) *xdpVeth { return newXDPVethQueues(t, 1) }
+
+// newXDPVethQueues is newXDPVeth with that many queues on each end.
+func newXDPVethQueues(t *testing.T, queues int) *xdpVeth {
 	t.Helper()
 	why := ""
 	if os.Geteuid() != 0 {
@@ -66,7 +69,8 @@ func newXDPVeth(t *testing.T) *xdpVeth {
 	}
 	ip("netns", "add", v.ns)
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", v.ns).Run() })
-	ip("link", "add", v.host, "type", "veth", "peer", "name", v.peer, "netns", v.ns)
+	q := fmt.Sprint(queues)
+	ip("link", "add", v.host, "numtxqueues", q, "numrxqueues", q, "type", "veth", "peer", "name", v.peer, "netns", v.ns, "numtxqueues", q, "numrxqueues", q)
 	t.Cleanup(func() { exec.Command("ip", "link", "del", v.host).Run() })
 	ip("addr", "add", v.hostAddr.String()+"/24", "dev", v.host)
 	ip("link", "set", v.host, "up")
@@ -293,5 +297,68 @@ func TestTheLargestPathMTUOverAFXDPFitsAFrame(t *testing.T) {
 		if got := xdpMTU(tc.frame); got != tc.mtu {
 			t.Errorf("xdpMTU(%d) = %d, want %d", tc.frame, got, tc.mtu)
 		}
+	}
+}
+
+// TestAResponderOnAFXDPServesEveryQueueWithALoopOfItsOwn gives the veth 2
+// queues and connects 4 requesters: the responder has one AF_XDP loop per
+// queue (after its UDP loop), each requester's QP is served by the loop its
+// packets arrive on, and every requester's writes land.
+func TestAResponderOnAFXDPServesEveryQueueWithALoopOfItsOwn(t *testing.T) {
+	v := newXDPVethQueues(t, 2)
+	cfg := testResponderConfig("127.0.0.1")
+	cfg.ReadLoops = 1
+	cfg.Addr = netip.AddrPortFrom(v.hostAddr, uint16(20000+os.Getpid()%20000)).String()
+	xc := xdp.DefaultConfig()
+	xc.Interface = v.host
+	cfg.XDP = &xc
+	reg := newRegion(t, 1<<16)
+	var m MR
+	resp := startResponder(t, cfg, func(r *Responder) {
+		var err error
+		if m, err = r.RegisterMR("a", reg, AccessRemoteWrite); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n := resp.ReadLoops(); n != 3 {
+		t.Fatalf("%d read loops, want the UDP socket's and one per queue (3)", n)
+	}
+	const requesters = 4
+	for i := range requesters {
+		var q *Requester
+		var err error
+		v.inNS(t, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			q, err = Dial(ctx, testRequesterConfig(resp.LocalAddr()), testLogger(t))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		q.SetTargets([]Target{targetOf(m)})
+		var ops []memop.Op
+		for k := range 64 {
+			ops = append(ops, memop.Op{Kind: memop.Write, Offset: uint64(i*4096 + k*8), Data: bytes.Repeat([]byte{byte(i + 1)}, 8)})
+		}
+		if err := q.Apply(ops); err != nil {
+			t.Fatal(err)
+		}
+		flush(t, q)
+	}
+	got := make([]byte, requesters*4096)
+	reg.Read(0, got)
+	for i := range requesters {
+		if want := bytes.Repeat([]byte{byte(i + 1)}, 64*8); !bytes.Equal(got[i*4096:i*4096+512], want) {
+			t.Errorf("requester %d's writes did not land", i)
+		}
+	}
+	per := resp.ReadLoopPackets()
+	if per[0] != 0 || per[1]+per[2] == 0 {
+		t.Errorf("packets per read loop %v: want none on the UDP socket", per)
+	}
+	t.Logf("packets per read loop (UDP, queue 0, queue 1): %v", per)
+	if x, all := resp.XDP().Stats().Packets.Load(), resp.Stats().Packets.Load(); x != all {
+		t.Errorf("the AF_XDP readers handed on %d packets, the responder counted %d", x, all)
 	}
 }
