@@ -110,8 +110,8 @@ namespace of its own and sends the requests over a veth pair, through the
 kernel's UDP path as over loopback; --responder-path xdp does the same with the
 responder taking its requests off the veth through AF_XDP (an XDP program and
 an AF_XDP socket, as dta collector --xdp does), skipping the kernel's UDP
-receive path. The veth's own receive work runs in softirq, charged to neither
-process, as over loopback. A report
+receive path. The veth's own receive work runs in softirq on the sending CPU
+and counts as the sender's CPU, as over loopback. A report
 counts as accepted once the responder has executed its ops (every op is
 drained before the final counts). CPU s/M rep is DTA's whole CPU (the
 process minus the senders, plus a responder process); extra columns split
