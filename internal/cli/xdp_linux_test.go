@@ -198,7 +198,8 @@ func TestTranslatorOverTwoCollectorsReceivesThroughXDP(t *testing.T) {
 // the host end, `dta translator` in the other namespace (started with ip
 // netns exec), reports sent to the translator there. Every report's value
 // is queried back from the collector, its AF_XDP path counted the RoCEv2
-// requests, and the program is gone once the collector stops.
+// requests, and the program is gone once the collector stops, killed
+// (SIGKILL) or not; a collector started after a killed one attaches again.
 func TestCollectorWithXDPTakesATranslatorsRequestsFromAnotherNamespace(t *testing.T) {
 	ns, host, hostIP, peerIP := xdpVeth(t)
 	if out, err := exec.Command("ip", "-n", ns, "link", "set", "lo", "up").CombinedOutput(); err != nil {
@@ -243,6 +244,19 @@ func TestCollectorWithXDPTakesATranslatorsRequestsFromAnotherNamespace(t *testin
 	}
 	if out, _ := exec.Command("ip", "link", "show", "dev", host).CombinedOutput(); strings.Contains(string(out), "prog/xdp") {
 		t.Errorf("the XDP program is still on %s after the collector stopped:\n%s", host, out)
+	}
+	// A collector killed outright leaves nothing attached either, and one
+	// started after it attaches again.
+	ready := regexp.MustCompile(`requests via AF_XDP on ` + host)
+	for _, sig := range []os.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		_, c := startProcess(t, bin, ready, "collector", "--config", cfg, "--rdma", hostIP+":4791", "--http", "127.0.0.1:0", "--xdp", host)
+		c.stop(t, sig)
+		eventually(t, "the XDP program is gone after "+sig.String(), func() error {
+			if out, _ := exec.Command("ip", "link", "show", "dev", host).CombinedOutput(); strings.Contains(string(out), "prog/xdp") {
+				return fmt.Errorf("still attached:\n%s", out)
+			}
+			return nil
+		})
 	}
 }
 
