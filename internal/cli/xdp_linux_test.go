@@ -4,78 +4,21 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/dta-go/dta/internal/vethtest"
 )
 
-// xdpVeth creates a network namespace and a veth pair for an AF_XDP test:
-// the host end (listener side) stays in this namespace with 198.19.K.1, the
-// peer end (sender side) goes into the namespace with 198.19.K.2. It skips
-// without root or iproute2, except in CI (CI=true), where it fails.
-func xdpVeth(t *testing.T) (ns, host, hostIP, peerIP string) {
-	t.Helper()
-	why := ""
-	if os.Geteuid() != 0 {
-		why = "not root"
-	} else if _, err := exec.LookPath("ip"); err != nil {
-		why = "no ip command"
-	}
-	if why != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the AF_XDP test needs root and iproute2 in CI: %s", why)
-		}
-		t.Skipf("the AF_XDP test needs root and iproute2: %s", why)
-	}
-	id := os.Getpid() % 100000
-	k := 200 + os.Getpid()%50 // 198.19.200-249: apart from the xdp package (198.18) and the bench (198.19.0-199)
-	ns, host, peer := fmt.Sprintf("dtacli%d", id), fmt.Sprintf("dca%d", id), fmt.Sprintf("dcb%d", id)
-	hostIP, peerIP = fmt.Sprintf("198.19.%d.1", k), fmt.Sprintf("198.19.%d.2", k)
-	ip := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	ip("netns", "add", ns)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-	ip("link", "add", host, "type", "veth", "peer", "name", peer, "netns", ns)
-	t.Cleanup(func() { exec.Command("ip", "link", "del", host).Run() })
-	ip("addr", "add", hostIP+"/24", "dev", host)
-	ip("link", "set", host, "up")
-	ip("-n", ns, "addr", "add", peerIP+"/24", "dev", peer)
-	ip("-n", ns, "link", "set", peer, "up")
-	return ns, host, hostIP, peerIP
-}
-
-// dialInNS opens a UDP socket in namespace ns connected to addr.
-func dialInNS(t *testing.T, ns, addr string) net.Conn {
+// dialInNS opens a UDP socket in v's namespace connected to addr.
+func dialInNS(t *testing.T, v *vethtest.Pair, addr string) net.Conn {
 	t.Helper()
 	var c net.Conn
 	var err error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread leaves with the goroutine
-		f, ferr := os.Open(filepath.Join("/run/netns", ns))
-		if ferr != nil {
-			err = ferr
-			return
-		}
-		defer f.Close()
-		if err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			return
-		}
-		c, err = net.Dial("udp", addr)
-	}()
-	<-done
+	v.InNS(t, func() { c, err = net.Dial("udp", addr) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,15 +27,16 @@ func dialInNS(t *testing.T, ns, addr string) net.Conn {
 }
 
 func TestUpWithTransportXDPAnswersReportsFromAnotherNamespace(t *testing.T) {
-	ns, host, hostIP, _ := xdpVeth(t)
+	v := vethtest.New(t, vethtest.RangeCLI, 1)
+	host, hostIP := v.Host, v.HostAddr.String()
 	bin := buildDTA(t)
 	upXDPReady := regexp.MustCompile(`reports on udp (\S+) via AF_XDP on ` + host + ` \((?:native|generic)\S* mode\), queries on (http://\S+) `)
 	m, p := startProcess(t, bin, upXDPReady, "up", "--config", smallConfig(t), "--xdp", host, "--listen", hostIP+":40040", "--http", "127.0.0.1:0")
 	base := m[2]
-	if out, _ := exec.Command("ip", "link", "show", "dev", host).Output(); !strings.Contains(string(out), "prog/xdp") {
-		t.Fatalf("dta up attached no XDP program to %s:\n%s\n%s", host, out, p.stderr)
+	if !v.Attached(t) {
+		t.Fatalf("dta up attached no XDP program to %s:\n%s", host, p.stderr)
 	}
-	conn := dialInNS(t, ns, hostIP+":40040")
+	conn := dialInNS(t, v, hostIP+":40040")
 	// Key-Write, prototype format: key 7 → 0xCAFEF00D, then 0xBEEF.
 	for _, r := range [][]byte{
 		{1, 0, 0, 2, 0, 0, 0, 7, 0xCA, 0xFE, 0xF0, 0x0D},
@@ -105,13 +49,8 @@ func TestUpWithTransportXDPAnswersReportsFromAnotherNamespace(t *testing.T) {
 	}
 	conn.Write([]byte{1, 0}) // truncated report: counted by the translator, not a crash
 	eventually(t, "the collector answers the key written through AF_XDP", func() error {
-		var r struct {
-			Status   string `json:"status"`
-			ValueU32 uint32 `json:"value_u32"`
-		}
-		getJSON(t, base+"/v1/stores/keywrite/keywrite?key=7&n=2", &r)
-		if r.Status != "found" || r.ValueU32 != 0xBEEF {
-			return fmt.Errorf("got %+v", r)
+		if st, v := keyWriteStatus(t, base, 7); st != "found" || v != 0xBEEF {
+			return fmt.Errorf("got %s %#x", st, v)
 		}
 		return nil
 	})
@@ -126,8 +65,8 @@ func TestUpWithTransportXDPAnswersReportsFromAnotherNamespace(t *testing.T) {
 	if err := p.stop(t, syscall.SIGTERM); err != nil {
 		t.Fatalf("dta up: %v\n%s", err, p.stderr)
 	}
-	if out, _ := exec.Command("ip", "link", "show", "dev", host).Output(); strings.Contains(string(out), "prog/xdp") {
-		t.Errorf("XDP program still attached after dta up stopped:\n%s", out)
+	if v.Attached(t) {
+		t.Errorf("XDP program still attached to %s after dta up stopped", host)
 	}
 }
 
@@ -155,7 +94,8 @@ func TestBenchTransportFlag(t *testing.T) {
 // through AF_XDP reach their owners, and the translator exports the AF_XDP
 // counters as the one-collector translator does.
 func TestTranslatorOverTwoCollectorsReceivesThroughXDP(t *testing.T) {
-	ns, host, hostIP, _ := xdpVeth(t)
+	v := vethtest.New(t, vethtest.RangeCLI, 1)
+	host, hostIP := v.Host, v.HostAddr.String()
 	bin := buildDTA(t)
 	cfg := smallConfig(t)
 	var rdma, bases []string
@@ -166,7 +106,7 @@ func TestTranslatorOverTwoCollectorsReceivesThroughXDP(t *testing.T) {
 	m, p := startProcess(t, bin, regexp.MustCompile(`reports on udp (\S+) via AF_XDP on `+host+` \((?:native|generic)\S* mode\), RoCEv2 to .* metrics on (http://\S+)`), "translator", "--config", cfg,
 		"--collector", strings.Join(rdma, ","), "--xdp", host, "--listen", hostIP+":40040", "--http", "127.0.0.1:0")
 	trHTTP := m[2]
-	conn := dialInNS(t, ns, hostIP+":40040")
+	conn := dialInNS(t, v, hostIP+":40040")
 	const keys = 20
 	for k := byte(1); k <= keys; k++ {
 		if _, err := conn.Write([]byte{1, k, 0, 2, 0, 0, 0, k, 0, 0, 0, k + 100}); err != nil {
@@ -201,21 +141,19 @@ func TestTranslatorOverTwoCollectorsReceivesThroughXDP(t *testing.T) {
 // requests, and the program is gone once the collector stops, killed
 // (SIGKILL) or not; a collector started after a killed one attaches again.
 func TestCollectorWithXDPTakesATranslatorsRequestsFromAnotherNamespace(t *testing.T) {
-	ns, host, hostIP, peerIP := xdpVeth(t)
-	if out, err := exec.Command("ip", "-n", ns, "link", "set", "lo", "up").CombinedOutput(); err != nil {
-		t.Fatalf("ip -n %s link set lo up: %v\n%s", ns, err, out)
-	}
+	v := vethtest.New(t, vethtest.RangeCLI, 1)
+	ns, host, hostIP, peerIP := v.NS, v.Host, v.HostAddr.String(), v.PeerAddr.String()
 	bin := buildDTA(t)
 	cfg := smallConfig(t)
 	m, col := startProcess(t, bin, regexp.MustCompile(`RoCEv2 on udp (\S+), queries on (http://\S+),.*requests via AF_XDP on `+host+` \((?:native|generic)/\S+ mode\)`),
 		"collector", "--config", cfg, "--rdma", hostIP+":4791", "--http", "127.0.0.1:0", "--xdp", host)
 	base := m[2]
-	if out, _ := exec.Command("ip", "link", "show", "dev", host).CombinedOutput(); !strings.Contains(string(out), "prog/xdp") {
-		t.Fatalf("no XDP program on %s while the collector runs:\n%s", host, out)
+	if !v.Attached(t) {
+		t.Fatalf("no XDP program on %s while the collector runs", host)
 	}
 	startProcess(t, "ip", translatorReady, "netns", "exec", ns, bin, "translator", "--config", cfg,
 		"--collector", hostIP+":4791", "--listen", peerIP+":40040", "--http", "127.0.0.1:0")
-	conn := dialInNS(t, ns, peerIP+":40040")
+	conn := dialInNS(t, v, peerIP+":40040")
 	const keys = 20
 	for k := byte(1); k <= keys; k++ {
 		if _, err := conn.Write([]byte{1, k, 0, 2, 0, 0, 0, k, 0, 0, 0, k + 100}); err != nil {
@@ -242,8 +180,8 @@ func TestCollectorWithXDPTakesATranslatorsRequestsFromAnotherNamespace(t *testin
 	if err := col.stop(t, syscall.SIGTERM); err != nil {
 		t.Errorf("collector: %v\n%s", err, col.stderr)
 	}
-	if out, _ := exec.Command("ip", "link", "show", "dev", host).CombinedOutput(); strings.Contains(string(out), "prog/xdp") {
-		t.Errorf("the XDP program is still on %s after the collector stopped:\n%s", host, out)
+	if v.Attached(t) {
+		t.Errorf("the XDP program is still on %s after the collector stopped", host)
 	}
 	// A collector killed outright leaves nothing attached either, and one
 	// started after it attaches again.
@@ -252,8 +190,8 @@ func TestCollectorWithXDPTakesATranslatorsRequestsFromAnotherNamespace(t *testin
 		_, c := startProcess(t, bin, ready, "collector", "--config", cfg, "--rdma", hostIP+":4791", "--http", "127.0.0.1:0", "--xdp", host)
 		c.stop(t, sig)
 		eventually(t, "the XDP program is gone after "+sig.String(), func() error {
-			if out, _ := exec.Command("ip", "link", "show", "dev", host).CombinedOutput(); strings.Contains(string(out), "prog/xdp") {
-				return fmt.Errorf("still attached:\n%s", out)
+			if v.Attached(t) {
+				return fmt.Errorf("still attached to %s", host)
 			}
 			return nil
 		})

@@ -107,41 +107,36 @@ func setIf(dst *int, v int) {
 
 // validateTransport checks translator.transport and translator.xdp.
 func (f *File) validateTransport() error {
-	t := f.Translator
-	switch t.Transport {
-	case "", TransportUDP:
-		return nil
-	case TransportXDP:
-	default:
-		return fmt.Errorf("translator.transport: %q (want udp or xdp)", t.Transport)
-	}
-	if t.XDP.Fallback != "" && t.XDP.Fallback != TransportUDP {
-		return fmt.Errorf("translator.xdp.fallback: %q (want \"\" or udp)", t.XDP.Fallback)
-	}
-	if err := f.XDPConfig().Validate(); err != nil {
-		return fmt.Errorf("translator.xdp (transport: xdp): %w", err)
-	}
-	return nil
+	return validateXDPSection("translator", f.Translator.Transport, f.Translator.XDP, f.XDPConfig)
 }
 
 // validateCollectorTransport checks collector.transport and collector.xdp.
 func (f *File) validateCollectorTransport() error {
 	c := f.Collector
-	switch c.Transport {
+	if err := validateXDPSection("collector", c.Transport, c.XDP, c.XDPConfig); err != nil {
+		return err
+	}
+	if _, port, err := net.SplitHostPort(c.RDMA); err == nil && port == "0" && c.Transport == TransportXDP {
+		return fmt.Errorf("collector.rdma: %q: transport xdp steers a fixed port, not 0", c.RDMA)
+	}
+	return nil
+}
+
+// validateXDPSection checks the transport and xdp keys of section: with
+// transport xdp, the fallback and the AF_XDP Config that config builds.
+func validateXDPSection(section, transport string, x XDPIngest, config func() *xdp.Config) error {
+	switch transport {
 	case "", TransportUDP:
 		return nil
 	case TransportXDP:
 	default:
-		return fmt.Errorf("collector.transport: %q (want udp or xdp)", c.Transport)
+		return fmt.Errorf("%s.transport: %q (want udp or xdp)", section, transport)
 	}
-	if c.XDP.Fallback != "" && c.XDP.Fallback != TransportUDP {
-		return fmt.Errorf("collector.xdp.fallback: %q (want \"\" or udp)", c.XDP.Fallback)
+	if x.Fallback != "" && x.Fallback != TransportUDP {
+		return fmt.Errorf("%s.xdp.fallback: %q (want \"\" or udp)", section, x.Fallback)
 	}
-	if err := c.XDPConfig().Validate(); err != nil {
-		return fmt.Errorf("collector.xdp (transport: xdp): %w", err)
-	}
-	if _, port, err := net.SplitHostPort(c.RDMA); err == nil && port == "0" {
-		return fmt.Errorf("collector.rdma: %q: transport xdp steers a fixed port, not 0", c.RDMA)
+	if err := config().Validate(); err != nil {
+		return fmt.Errorf("%s.xdp (transport: xdp): %w", section, err)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dta-go/dta/internal/transport/xdp"
 )
 
 func TestXDPPausesAreTakenFromTheFile(t *testing.T) {
@@ -32,88 +34,71 @@ func TestXDPPausesAreTakenFromTheFile(t *testing.T) {
 	}
 }
 
+// TestTransportSettings runs the same cases over translator.transport
+// (the ingest's AF_XDP path) and collector.transport (the responder's),
+// then each section's own; SECTION in a case's YAML is the section's name.
 func TestTransportSettings(t *testing.T) {
-	for _, tc := range []struct {
+	type tcase struct {
 		name    string
 		yaml    string
 		wantErr string
 		xdp     bool
-	}{
-		{"the default transport is UDP", "", "", false},
-		{"transport xdp with an interface selects AF_XDP", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n", "", true},
-		{"transport xdp without an interface names the key", "translator:\n  transport: xdp\n", "Config.Interface", false},
-		{"an unknown transport is refused", "translator:\n  transport: dpdk\n", "translator.transport", false},
-		{"an unknown fallback is refused", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n    fallback: tcp\n", "translator.xdp.fallback", false},
-		{"a ring that is not a power of two is refused", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n    rx_ring: 1000\n", "Config.RXRing", false},
-		{"an unknown bind mode is refused", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n    bind_mode: fast\n", "Config.BindMode", false},
-		{"a pause longer than 1ms is refused", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n    coalesce: 2ms\n", "Config.Coalesce", false},
-		{"a pause that may grow less than it starts is refused", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n    coalesce: 200us\n    coalesce_max: 100us\n", "Config.CoalesceMax", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f, err := Parse([]byte(tc.yaml))
-			if err == nil {
-				err = f.Validate()
-			}
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			ic := f.IngestConfig()
-			if (ic.XDP != nil) != tc.xdp {
-				t.Fatalf("IngestConfig().XDP = %v, want set: %v", ic.XDP, tc.xdp)
-			}
-			if tc.xdp && (ic.XDP.Interface != "eth0" || ic.XDP.FrameSize != 2048) {
-				t.Errorf("XDP config %+v", *ic.XDP)
-			}
-		})
 	}
-}
-
-func TestCollectorTransportSettings(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		yaml    string
-		wantErr string
-		xdp     bool
+	shared := []tcase{
+		{"the default transport is UDP", "", "", false},
+		{"transport xdp with an interface selects AF_XDP", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frame_size: 4096\n", "", true},
+		{"transport xdp without an interface names the key", "SECTION:\n  transport: xdp\n", "Config.Interface", false},
+		{"an unknown transport is refused", "SECTION:\n  transport: dpdk\n", "SECTION.transport", false},
+		{"an unknown fallback is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    fallback: tcp\n", "SECTION.xdp.fallback", false},
+		{"a ring that is not a power of two is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    rx_ring: 1000\n", "Config.RXRing", false},
+		{"UMEM frames that are not a power of two are refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frames: 1000\n", "Config.Frames", false},
+		{"an unknown bind mode is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    bind_mode: fast\n", "Config.BindMode", false},
+		{"a pause longer than 1ms is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    coalesce: 2ms\n", "Config.Coalesce", false},
+		{"a pause that may grow less than it starts is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    coalesce: 200us\n    coalesce_max: 100us\n", "Config.CoalesceMax", false},
+	}
+	for _, sec := range []struct {
+		name string
+		own  []tcase
+		xdp  func(*File) *xdp.Config
 	}{
-		{"the responder takes UDP by default", "", "", false},
-		{"transport xdp with an interface gives the responder an AF_XDP path", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frame_size: 4096\n", "", true},
-		{"transport xdp without an interface names the key", "collector:\n  transport: xdp\n", "collector.xdp", false},
-		{"an unknown transport is refused", "collector:\n  transport: dpdk\n", "collector.transport", false},
-		{"an unknown fallback is refused", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n    fallback: tcp\n", "collector.xdp.fallback", false},
-		{"a ring that is not a power of two is refused", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frames: 1000\n", "Config.Frames", false},
-		{"port 0 cannot be steered", "collector:\n  rdma: 127.0.0.1:0\n  transport: xdp\n  xdp:\n    interface: eth0\n", "collector.rdma", false},
-		{"the translator's transport leaves the responder's alone", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n", "", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f, err := Parse([]byte(tc.yaml))
-			if err == nil {
-				err = f.Validate()
-			}
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		{"translator", []tcase{
+			{"the collector's transport leaves the translator's alone", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n", "", false},
+		}, func(f *File) *xdp.Config { return f.IngestConfig().XDP }},
+		{"collector", []tcase{
+			{"port 0 cannot be steered", "collector:\n  rdma: 127.0.0.1:0\n  transport: xdp\n  xdp:\n    interface: eth0\n", "collector.rdma", false},
+			{"port 0 is fine without xdp", "collector:\n  rdma: 127.0.0.1:0\n", "", false},
+			{"the translator's transport leaves the responder's alone", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n", "", false},
+		}, func(f *File) *xdp.Config {
 			rc := f.ResponderConfig()
-			if (rc.XDP != nil) != tc.xdp {
-				t.Fatalf("ResponderConfig().XDP = %v, want set: %v", rc.XDP, tc.xdp)
-			}
-			if tc.xdp && (rc.XDP.Interface != "eth0" || rc.XDP.FrameSize != 4096) {
-				t.Errorf("XDP config %+v", *rc.XDP)
-			}
 			if err := rc.Validate(); err != nil {
 				t.Errorf("the responder's config does not validate: %v", err)
 			}
-		})
+			return rc.XDP
+		}},
+	} {
+		for _, tc := range append(shared, sec.own...) {
+			t.Run(sec.name+"/"+tc.name, func(t *testing.T) {
+				f, err := Parse([]byte(strings.ReplaceAll(tc.yaml, "SECTION", sec.name)))
+				if err == nil {
+					err = f.Validate()
+				}
+				if want := strings.ReplaceAll(tc.wantErr, "SECTION", sec.name); want != "" {
+					if err == nil || !strings.Contains(err.Error(), want) {
+						t.Fatalf("err = %v, want one naming %s", err, want)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				x := sec.xdp(f)
+				if (x != nil) != tc.xdp {
+					t.Fatalf("%s AF_XDP config = %v, want set: %v", sec.name, x, tc.xdp)
+				}
+				if tc.xdp && (x.Interface != "eth0" || x.FrameSize != 4096) {
+					t.Errorf("XDP config %+v", *x)
+				}
+			})
+		}
 	}
 }

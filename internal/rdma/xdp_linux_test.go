@@ -3,111 +3,28 @@ package rdma
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
-	"runtime"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/dta-go/dta/internal/memop"
 	"github.com/dta-go/dta/internal/transport/xdp"
+	"github.com/dta-go/dta/internal/vethtest"
 	"github.com/dta-go/dta/wire/roce"
 )
 
-// xdpVeth is a veth pair for the AF_XDP responder's tests: host stays in the
-// test's namespace and carries the responder and its XDP program; peer
-// lives in namespace ns, where the requesters are.
-type xdpVeth struct {
-	ns, host, peer     string
-	hostAddr, peerAddr netip.Addr
-}
-
-var xdpVethSeq atomic.Uint32
-
-// newXDPVeth creates the pair, removed when the test ends. It skips the
-// test without root or iproute2, and fails it in CI (CI=true), where the
-// AF_XDP tests must run.
-func newXDPVeth(t *testing.T) *xdpVeth { return newXDPVethQueues(t, 1) }
+// newXDPVeth is a veth pair for the AF_XDP responder's tests: Host stays in
+// the test's namespace and carries the responder and its XDP program; Peer
+// lives in namespace NS, where the requesters are.
+func newXDPVeth(t *testing.T) *vethtest.Pair { return newXDPVethQueues(t, 1) }
 
 // newXDPVethQueues is newXDPVeth with that many queues on each end.
-func newXDPVethQueues(t *testing.T, queues int) *xdpVeth {
-	t.Helper()
-	why := ""
-	if os.Geteuid() != 0 {
-		why = "not root"
-	} else if _, err := exec.LookPath("ip"); err != nil {
-		why = "no ip command"
-	}
-	if why != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("AF_XDP tests need root and iproute2 in CI: %s", why)
-		}
-		t.Skipf("AF_XDP tests need root and iproute2: %s", why)
-	}
-	n := xdpVethSeq.Add(1)
-	id := fmt.Sprintf("%d%d", os.Getpid()%100000, n)
-	k := (os.Getpid()*11 + int(n)) % 250
-	v := &xdpVeth{
-		ns: "dtarn" + id, host: "dra" + id, peer: "drb" + id,
-		// 198.19.250-255: the xdp tests use 198.18, the bench 198.19.0-199, the cli tests 198.19.200-249.
-		hostAddr: netip.AddrFrom4([4]byte{198, 19, byte(250 + k%6), 1}),
-		peerAddr: netip.AddrFrom4([4]byte{198, 19, byte(250 + k%6), 2}),
-	}
-	ip := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	ip("netns", "add", v.ns)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", v.ns).Run() })
-	q := fmt.Sprint(queues)
-	ip("link", "add", v.host, "numtxqueues", q, "numrxqueues", q, "type", "veth", "peer", "name", v.peer, "netns", v.ns, "numtxqueues", q, "numrxqueues", q)
-	t.Cleanup(func() { exec.Command("ip", "link", "del", v.host).Run() })
-	ip("addr", "add", v.hostAddr.String()+"/24", "dev", v.host)
-	ip("link", "set", v.host, "up")
-	ip("-n", v.ns, "addr", "add", v.peerAddr.String()+"/24", "dev", v.peer)
-	ip("-n", v.ns, "link", "set", v.peer, "up")
-	return v
-}
-
-// inNS runs f on an OS thread in the peer namespace: sockets f opens belong
-// to it and may be used from anywhere afterwards. The thread is discarded.
-func (v *xdpVeth) inNS(t *testing.T, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		ns, err := os.Open("/run/netns/" + v.ns)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer ns.Close()
-		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			t.Error(err)
-			return
-		}
-		f()
-	}()
-	<-done
-}
-
-func (v *xdpVeth) attached(t *testing.T) bool {
-	out, err := exec.Command("ip", "link", "show", "dev", v.host).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ip link show %s: %v\n%s", v.host, err, out)
-	}
-	return strings.Contains(string(out), "prog/xdp")
+func newXDPVethQueues(t *testing.T, queues int) *vethtest.Pair {
+	return vethtest.New(t, vethtest.RangeRDMA, queues)
 }
 
 // TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth runs the responder
@@ -121,9 +38,9 @@ func TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth(t *testing.T) {
 	v := newXDPVeth(t)
 	port := uint16(20000 + os.Getpid()%20000)
 	cfg := testResponderConfig("127.0.0.1")
-	cfg.Addr = netip.AddrPortFrom(v.hostAddr, port).String()
+	cfg.Addr = netip.AddrPortFrom(v.HostAddr, port).String()
 	xc := xdp.DefaultConfig()
-	xc.Interface = v.host
+	xc.Interface = v.Host
 	cfg.XDP = &xc
 	resp, err := NewResponder(cfg, testLogger(t))
 	if err != nil {
@@ -147,13 +64,13 @@ func TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth(t *testing.T) {
 		}
 	}
 	defer stop()
-	if !v.attached(t) {
+	if !v.Attached(t) {
 		t.Fatal("no XDP program on the host end while the responder runs")
 	}
 
 	// A path MTU whose packets would not fit a 2048-byte frame is refused
 	// at the handshake, not lost packet by packet.
-	v.inNS(t, func() {
+	v.InNS(t, func() {
 		rc := testRequesterConfig(resp.LocalAddr())
 		rc.MTU = 2048
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -167,7 +84,7 @@ func TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth(t *testing.T) {
 		t.Fatalf("a connection asking for a 2048-byte MTU: %v, want a rejection naming the MTU", err)
 	}
 	var q *Requester
-	v.inNS(t, func() {
+	v.InNS(t, func() {
 		rc := testRequesterConfig(resp.LocalAddr())
 		rc.MTU = 1024 // a packet fits one 2048-byte UMEM frame
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -232,8 +149,8 @@ func TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth(t *testing.T) {
 		t.Fatalf("QPs %+v, want 1", info)
 	}
 	var c *net.UDPConn
-	v.inNS(t, func() {
-		c, err = net.ListenUDP("udp4", &net.UDPAddr{IP: v.peerAddr.AsSlice()})
+	v.InNS(t, func() {
+		c, err = net.ListenUDP("udp4", &net.UDPAddr{IP: v.PeerAddr.AsSlice()})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +182,7 @@ func TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth(t *testing.T) {
 	}
 
 	stop()
-	if v.attached(t) {
+	if v.Attached(t) {
 		t.Error("the XDP program is still attached after Close")
 	}
 }
@@ -308,9 +225,9 @@ func TestAResponderOnAFXDPServesEveryQueueWithALoopOfItsOwn(t *testing.T) {
 	v := newXDPVethQueues(t, 2)
 	cfg := testResponderConfig("127.0.0.1")
 	cfg.ReadLoops = 1
-	cfg.Addr = netip.AddrPortFrom(v.hostAddr, uint16(20000+os.Getpid()%20000)).String()
+	cfg.Addr = netip.AddrPortFrom(v.HostAddr, uint16(20000+os.Getpid()%20000)).String()
 	xc := xdp.DefaultConfig()
-	xc.Interface = v.host
+	xc.Interface = v.Host
 	cfg.XDP = &xc
 	reg := newRegion(t, 1<<16)
 	var m MR
@@ -327,7 +244,7 @@ func TestAResponderOnAFXDPServesEveryQueueWithALoopOfItsOwn(t *testing.T) {
 	for i := range requesters {
 		var q *Requester
 		var err error
-		v.inNS(t, func() {
+		v.InNS(t, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			q, err = Dial(ctx, testRequesterConfig(resp.LocalAddr()), testLogger(t))
@@ -360,5 +277,66 @@ func TestAResponderOnAFXDPServesEveryQueueWithALoopOfItsOwn(t *testing.T) {
 	t.Logf("packets per read loop (UDP, queue 0, queue 1): %v", per)
 	if x, all := resp.XDP().Stats().Packets.Load(), resp.Stats().Packets.Load(); x != all {
 		t.Errorf("the AF_XDP readers handed on %d packets, the responder counted %d", x, all)
+	}
+}
+
+// TestTheAFXDPPathDoesNotAllocate is TestApplyDoesNotAllocate with the
+// requests crossing a veth into the responder's AF_XDP reader: in steady
+// state neither the requester nor the AF_XDP read loop allocates.
+func TestTheAFXDPPathDoesNotAllocate(t *testing.T) {
+	skipAllocsUnderRace(t)
+	v := newXDPVeth(t)
+	cfg := testResponderConfig("127.0.0.1")
+	cfg.ReadLoops = 1
+	cfg.Addr = netip.AddrPortFrom(v.HostAddr, uint16(20000+os.Getpid()%20000)).String()
+	xc := xdp.DefaultConfig()
+	xc.Interface = v.Host
+	cfg.XDP = &xc
+	reg := newRegion(t, 1<<16)
+	var m MR
+	resp := startResponder(t, cfg, func(r *Responder) {
+		var err error
+		if m, err = r.RegisterMR("m", reg, AccessRemoteWrite|AccessRemoteAtomic); err != nil {
+			t.Fatal(err)
+		}
+	})
+	var q *Requester
+	var err error
+	v.InNS(t, func() {
+		rc := testRequesterConfig(resp.LocalAddr())
+		rc.Window = 64
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		q, err = Dial(ctx, rc, testLogger(t))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	q.SetTargets([]Target{targetOf(m)})
+	for _, c := range []struct {
+		name string
+		op   memop.Op
+	}{
+		{"8-byte write", memop.Op{Kind: memop.Write, Offset: 64, Data: []byte("12345678")}},
+		{"fetch-add", memop.Op{Kind: memop.FetchAdd, Offset: 128, Delta: 1}},
+	} {
+		ops := []memop.Op{c.op}
+		for range 500 { // warm: the window wraps several times
+			if err := q.Apply(ops); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := testing.AllocsPerRun(2000, func() {
+			if err := q.Apply(ops); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("Apply(%s) over AF_XDP allocates %v times per call", c.name, n)
+		}
+	}
+	flush(t, q)
+	if x := resp.XDP().Stats().Packets.Load(); x < 2*2500 {
+		t.Errorf("only %d requests came through AF_XDP", x)
 	}
 }

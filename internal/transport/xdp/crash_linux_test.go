@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dta-go/dta/internal/vethtest"
 )
 
 // childEnv makes the test binary attach to the named interface, print
@@ -52,15 +54,15 @@ func TestAKilledProcessLeavesNoProgramAttached(t *testing.T) {
 			cmd.Wait()
 			t.Fatalf("round %d: child said %q", round, line)
 		}
-		if !xdpAttached(t, v.Host) {
+		if !v.Attached(t) {
 			t.Fatalf("round %d: no XDP program while the child runs", round)
 		}
 		cmd.Process.Kill() // SIGKILL: no deferred Close runs
 		cmd.Wait()
 		deadline := time.Now().Add(3 * time.Second)
-		for xdpAttached(t, v.Host) {
+		for v.Attached(t) {
 			if time.Now().After(deadline) {
-				t.Fatalf("round %d: XDP program still attached after SIGKILL:\n%s", round, run(t, "ip", "link", "show", "dev", v.Host))
+				t.Fatalf("round %d: XDP program still attached after SIGKILL:\n%s", round, vethtest.Run(t, "ip", "link", "show", "dev", v.Host))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dta-go/dta/internal/vethtest"
 )
 
 // recorder keeps a copy of every datagram, for tests.
@@ -170,7 +172,7 @@ func TestOtherTrafficStillReachesTheKernel(t *testing.T) {
 		}
 	}()
 	var tc net.Conn
-	v.inNS(t, func() { tc, err = net.DialTimeout("tcp4", tl.Addr().String(), 3*time.Second) })
+	v.InNS(t, func() { tc, err = net.DialTimeout("tcp4", tl.Addr().String(), 3*time.Second) })
 	if err != nil {
 		t.Fatalf("TCP connect while attached: %v", err)
 	}
@@ -241,14 +243,14 @@ func TestCloseDetachesTheProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !xdpAttached(t, v.Host) {
-		t.Fatalf("no XDP program on %s after Listen:\n%s", v.Host, run(t, "ip", "link", "show", "dev", v.Host))
+	if !v.Attached(t) {
+		t.Fatalf("no XDP program on %s after Listen:\n%s", v.Host, vethtest.Run(t, "ip", "link", "show", "dev", v.Host))
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if xdpAttached(t, v.Host) {
-		t.Fatalf("XDP program still on %s after Close:\n%s", v.Host, run(t, "ip", "link", "show", "dev", v.Host))
+	if v.Attached(t) {
+		t.Fatalf("XDP program still on %s after Close:\n%s", v.Host, vethtest.Run(t, "ip", "link", "show", "dev", v.Host))
 	}
 	// A second listener attaches again.
 	l2, err := Listen(testConfig(v.Host), []Route{{Port: 40040, NewHandler: func(int) Handler { return newRecorder() }}}, nil)
@@ -259,7 +261,7 @@ func TestCloseDetachesTheProgram(t *testing.T) {
 }
 
 func TestListenNamesTheFailedStep(t *testing.T) {
-	needRoot(t)
+	vethtest.Need(t)
 	for _, tc := range []struct {
 		name, ifname, want string
 	}{
@@ -280,7 +282,7 @@ func TestSenderFramesReachTheListener(t *testing.T) {
 	startListener(t, testConfig(v.Host), []Route{{Port: 40040, NewHandler: func(int) Handler { return rec }}})
 	var snd *Sender
 	var err error
-	v.inNS(t, func() {
+	v.InNS(t, func() {
 		c := DefaultConfig()
 		c.Frames, c.BindMode = 64, BindCopy
 		snd, err = NewSender(v.Peer, c)
@@ -319,15 +321,15 @@ func TestSenderFramesReachTheListener(t *testing.T) {
 func TestIPv6AndVLANTaggedReportsArrive(t *testing.T) {
 	v := newVeth(t)
 	host6, peer6 := netip.MustParseAddr("fd00:d7a::1"), netip.MustParseAddr("fd00:d7a::2")
-	run(t, "ip", "-6", "addr", "add", host6.String()+"/64", "dev", v.Host, "nodad")
-	run(t, "ip", "-n", v.NS, "-6", "addr", "add", peer6.String()+"/64", "dev", v.Peer, "nodad")
+	vethtest.Run(t, "ip", "-6", "addr", "add", host6.String()+"/64", "dev", v.Host, "nodad")
+	vethtest.Run(t, "ip", "-n", v.NS, "-6", "addr", "add", peer6.String()+"/64", "dev", v.Peer, "nodad")
 	rec := newRecorder()
 	startListener(t, testConfig(v.Host), []Route{{Port: 40040, NewHandler: func(int) Handler { return rec }}})
 
 	t.Run("an IPv6 report from a UDP socket arrives", func(t *testing.T) {
 		var c *net.UDPConn
 		var err error
-		v.inNS(t, func() { c, err = net.ListenUDP("udp6", &net.UDPAddr{IP: peer6.AsSlice()}) })
+		v.InNS(t, func() { c, err = net.ListenUDP("udp6", &net.UDPAddr{IP: peer6.AsSlice()}) })
 		if err != nil {
 			t.Fatal(err)
 		}
