@@ -39,6 +39,9 @@ type responderRequest struct {
 	// XDP names the interface whose requests come through AF_XDP
 	// (rdma.ResponderConfig.XDP), or "".
 	XDP string `json:"xdp,omitempty"`
+	// XDPTXFrames is the AF_XDP TX ring's frames for responses
+	// (xdp.Config.TXFrames; 0: responses through the UDP socket).
+	XDPTXFrames int `json:"xdp_tx_frames,omitempty"`
 }
 
 // Paths a RoCEProcessSinkOver's requests take to the responder process.
@@ -49,9 +52,18 @@ const (
 	// network namespace of its own.
 	ResponderVeth = "veth"
 	// ResponderXDP: as ResponderVeth, with the responder taking its
-	// requests off the veth through AF_XDP (rdma.ResponderConfig.XDP).
+	// requests off the veth through AF_XDP (rdma.ResponderConfig.XDP) and
+	// sending its responses on the AF_XDP TX ring, as `dta collector`
+	// does with collector.transport xdp.
 	ResponderXDP = "xdp"
+	// ResponderXDPRX: as ResponderXDP, with the responses sent through
+	// the kernel's UDP socket (collector.xdp.tx_frames 0).
+	ResponderXDPRX = "xdp-rx"
 )
+
+// benchXDPTXFrames is the TX ring of ResponderXDP: collector.xdp.tx_frames'
+// default.
+const benchXDPTXFrames = 1024
 
 // ResponderWait is how the responder's read loops wait for requests
 // (rdma.ResponderConfig.KernelWait and PollBeforeWait).
@@ -74,6 +86,7 @@ type responderCounters struct {
 	CPUNanos                    int64  // getrusage(RUSAGE_SELF): every thread of the process
 	RSS                         uint64 // the process's resident set (VmRSS), bytes: the stores and the responder
 	XDPPackets                  uint64 // requests taken through AF_XDP (rdma.Responder.XDP)
+	XDPTXFrames                 uint64 // responses sent on its TX rings
 }
 
 // ServeResponder is the responder process of RoCEProcessSink (`dta bench
@@ -115,7 +128,7 @@ func ServeResponder(in io.Reader, out io.Writer) error {
 	}
 	if req.XDP != "" {
 		xc := xdp.DefaultConfig()
-		xc.Interface = req.XDP
+		xc.Interface, xc.TXFrames = req.XDP, req.XDPTXFrames
 		rc.XDP = &xc
 	}
 	rc.KernelWait, rc.PollBeforeWait = req.KernelWait, req.Poll
@@ -154,7 +167,7 @@ func ServeResponder(in io.Reader, out io.Writer) error {
 			Packets: st.Packets.Load(), Batches: st.Batches.Load(), CPUNanos: int64(processCPU()), RSS: rss(),
 		}
 		if ln := resp.XDP(); ln != nil {
-			c.XDPPackets = ln.Stats().Packets.Load()
+			c.XDPPackets, c.XDPTXFrames = ln.Stats().Packets.Load(), ln.Stats().TXFrames.Load()
 		}
 		if err := enc.Encode(c); err != nil {
 			stop()
@@ -212,7 +225,7 @@ func RoCEProcessSinkOver(command []string, rc region.Config, w ResponderWait, pa
 		req := responderRequest{Descriptors: local.Descriptors(), Region: rc, KernelWait: w.Kernel, Poll: w.Poll}
 		switch path {
 		case ResponderLoopback:
-		case ResponderVeth, ResponderXDP:
+		case ResponderVeth, ResponderXDP, ResponderXDPRX:
 			if err := vethPrerequisites("--responder-path " + path); err != nil {
 				return nil, err
 			}
@@ -223,11 +236,14 @@ func RoCEProcessSinkOver(command []string, rc region.Config, w ResponderWait, pa
 			s.veth = v
 			command = append([]string{"ip", "netns", "exec", v.ns}, command...)
 			req.Addr = netip.AddrPortFrom(v.peerAddr, roce.Port).String()
-			if path == ResponderXDP {
+			if path != ResponderVeth {
 				req.XDP = v.peer
 			}
+			if path == ResponderXDP {
+				req.XDPTXFrames = benchXDPTXFrames
+			}
 		default:
-			return nil, fmt.Errorf("responder path %q: want %s, %s or %s", path, ResponderLoopback, ResponderVeth, ResponderXDP)
+			return nil, fmt.Errorf("responder path %q: want %s, %s, %s or %s", path, ResponderLoopback, ResponderVeth, ResponderXDP, ResponderXDPRX)
 		}
 		s.cmd = exec.Command(command[0], command[1:]...)
 		s.cmd.Env = append(os.Environ(), ResponderChildEnv+"=1")
@@ -372,7 +388,7 @@ func (s *roceProcSink) Stats() SinkStats {
 	st.AppliedBytes = c.WriteBytes + 8*c.Atomics
 	st.RemoteCPU = time.Duration(c.CPUNanos)
 	st.RemotePackets, st.RemoteReads = c.Packets, c.Batches
-	st.RemoteProcess, st.RemoteRSS, st.RemoteXDPPackets = true, c.RSS, c.XDPPackets
+	st.RemoteProcess, st.RemoteRSS, st.RemoteXDPPackets, st.RemoteXDPTXFrames = true, c.RSS, c.XDPPackets, c.XDPTXFrames
 	return st
 }
 

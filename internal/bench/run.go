@@ -119,6 +119,9 @@ type RemoteResult struct {
 	// XDPPackets is the request packets the responder took through AF_XDP
 	// in the whole run (--responder-path xdp), 0 otherwise.
 	XDPPackets uint64 `json:"responder_xdp_packets,omitempty"`
+	// XDPTXFrames is the responses the responder sent on its AF_XDP TX
+	// rings in the whole run (--responder-path xdp), 0 otherwise.
+	XDPTXFrames uint64 `json:"responder_xdp_tx_frames,omitempty"`
 
 	OpsSent     uint64 `json:"rdma_ops_sent"`
 	OpsApplied  uint64 `json:"rdma_ops_applied"`        // executed by the responder, after the drain
@@ -702,7 +705,7 @@ func remoteResult(s0, s1 snapshot, final SinkStats, cpu time.Duration, stWin, st
 	d0, d1 := s0.sink, s1.sink
 	resp := d1.RemoteCPU - d0.RemoteCPU
 	r := &RemoteResult{
-		ResponderProcess: final.RemoteProcess, ResponderRSS: d1.RemoteRSS, XDPPackets: final.RemoteXDPPackets,
+		ResponderProcess: final.RemoteProcess, ResponderRSS: d1.RemoteRSS, XDPPackets: final.RemoteXDPPackets, XDPTXFrames: final.RemoteXDPTXFrames,
 		ResponderCPUSeconds: resp.Seconds(), TranslatorCPUSeconds: (cpu - resp).Seconds(),
 		OpsSent: final.Ops, OpsApplied: final.Applied, OpsLost: final.Lost, Retransmits: final.Retransmits,
 	}

@@ -452,8 +452,10 @@ func TestRunOverRoCEWithTheResponderInAProcessOfItsOwn(t *testing.T) {
 
 // TestRunOverRoCEAcrossAVethToAResponderProcess runs the responder process
 // in a network namespace of its own and the requests over a veth pair,
-// through the kernel's UDP path (veth) and through AF_XDP (xdp): every op
-// is executed, and with xdp every request came through AF_XDP.
+// through the kernel's UDP path (veth), through AF_XDP with the responses
+// through the UDP socket (xdp-rx), and through AF_XDP both ways (xdp):
+// every op is executed, with xdp and xdp-rx every request came through
+// AF_XDP, and with xdp the responses left on the AF_XDP TX ring.
 func TestRunOverRoCEAcrossAVethToAResponderProcess(t *testing.T) {
 	if err := vethPrerequisites("this test"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -461,7 +463,7 @@ func TestRunOverRoCEAcrossAVethToAResponderProcess(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	for _, path := range []string{ResponderVeth, ResponderXDP} {
+	for _, path := range []string{ResponderVeth, ResponderXDPRX, ResponderXDP} {
 		t.Run(path, func(t *testing.T) {
 			cfg := smallConfig(dta.KeyWrite)
 			cfg.Baseline, cfg.Ceiling = false, false
@@ -479,8 +481,11 @@ func TestRunOverRoCEAcrossAVethToAResponderProcess(t *testing.T) {
 			if rr.OpsSent == 0 || rr.OpsApplied != rr.OpsSent || rr.OpsLost != 0 {
 				t.Errorf("the responder process executed %d of the %d ops sent (%d lost)", rr.OpsApplied, rr.OpsSent, rr.OpsLost)
 			}
-			if xdpPath := path == ResponderXDP; (rr.XDPPackets >= rr.OpsSent) != xdpPath {
+			if xdpPath := path != ResponderVeth; (rr.XDPPackets >= rr.OpsSent) != xdpPath {
 				t.Errorf("%d requests through AF_XDP for %d ops sent over %s", rr.XDPPackets, rr.OpsSent, path)
+			}
+			if txPath := path == ResponderXDP; (rr.XDPTXFrames > 0) != txPath {
+				t.Errorf("%d responses on the AF_XDP TX ring over %s", rr.XDPTXFrames, path)
 			}
 		})
 	}

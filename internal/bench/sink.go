@@ -44,4 +44,7 @@ type SinkStats struct {
 	// RemoteXDPPackets counts the requests the remote side took through
 	// AF_XDP (RoCEProcessSinkOver with ResponderXDP), since it started.
 	RemoteXDPPackets uint64
+	// RemoteXDPTXFrames counts the responses it sent on AF_XDP TX rings
+	// (ResponderXDP).
+	RemoteXDPTXFrames uint64
 }

@@ -36,7 +36,7 @@ type benchOptions struct {
 	responderWait string
 	responderPoll time.Duration
 	// responderPath is how requests reach the responder process:
-	// loopback, veth or xdp.
+	// loopback, veth, xdp or xdp-rx.
 	responderPath string
 	output        string
 	quiet         bool
@@ -110,7 +110,10 @@ namespace of its own and sends the requests over a veth pair, through the
 kernel's UDP path as over loopback; --responder-path xdp does the same with the
 responder taking its requests off the veth through AF_XDP (an XDP program and
 an AF_XDP socket, as dta collector --xdp does), skipping the kernel's UDP
-receive path. The veth's own receive work runs in softirq on the sending CPU
+receive path, and sending its responses on the socket's TX ring
+(collector.xdp.tx_frames), skipping the kernel's UDP send path;
+--responder-path xdp-rx sends them through the UDP socket instead
+(tx_frames 0). The veth's own receive work runs in softirq on the sending CPU
 and counts as the sender's CPU, as over loopback. A report
 counts as accepted once the responder has executed its ops (every op is
 drained before the final counts). CPU s/M rep is DTA's whole CPU (the
@@ -197,7 +200,7 @@ A progress line goes to stderr every second (-q silences it).`,
 	fl.StringVar(&o.sink, "sink", "local", "where the translator writes: local (into the stores, in-process) or roce (RoCEv2 over loopback to a software RDMA responder serving the stores)")
 	fl.StringVar(&o.responder, "responder", "process", "with --sink roce: where the software RDMA responder runs: process (a process of its own, started from this program, whose whole CPU time is the responder's) or thread (a goroutine of this process locked to its OS thread, whose thread's CPU time is)")
 	fl.StringVar(&o.responderWait, "responder-wait", "kernel", "with --sink roce: where the responder's read loop waits for requests: kernel (a blocking system call on a thread of its own, as dta collector does) or poller (the Go runtime's network poller)")
-	fl.StringVar(&o.responderPath, "responder-path", "loopback", "with --sink roce and --responder process: how requests reach the responder: loopback (kernel UDP over 127.0.0.1), veth (kernel UDP over a veth pair into a network namespace; Linux, root) or xdp (over the veth, taken off it through AF_XDP)")
+	fl.StringVar(&o.responderPath, "responder-path", "loopback", "with --sink roce and --responder process: how requests reach the responder: loopback (kernel UDP over 127.0.0.1), veth (kernel UDP over a veth pair into a network namespace; Linux, root) xdp (over the veth, taken off it through AF_XDP, responses on the AF_XDP TX ring) or xdp-rx (the same, responses through the UDP socket)")
 	fl.DurationVar(&o.responderPoll, "responder-poll", 0, "with --sink roce and --responder-wait kernel: poll the responder's socket this long before each wait (at most 1ms; 0 waits at once)")
 	fl.StringVarP(&o.output, "output", "o", "table", "output: table or json")
 	fl.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
@@ -285,9 +288,9 @@ func (o *benchOptions) complete() error {
 				return fmt.Errorf("--responder process: finding this program to start it as the responder: %w", err)
 			}
 			switch o.responderPath {
-			case bench.ResponderLoopback, bench.ResponderVeth, bench.ResponderXDP:
+			case bench.ResponderLoopback, bench.ResponderVeth, bench.ResponderXDP, bench.ResponderXDPRX:
 			default:
-				return usageError("--responder-path: %q is not loopback, veth or xdp", o.responderPath)
+				return usageError("--responder-path: %q is not loopback, veth, xdp or xdp-rx", o.responderPath)
 			}
 			c.SinkName, c.NewSink = "roce", bench.RoCEProcessSinkOver([]string{exe, "bench", "responder"}, c.Region, w, o.responderPath)
 			if o.responderPath != bench.ResponderLoopback {

@@ -39,9 +39,10 @@ longer allows) without a restart (docs/OPERATIONS.md, "Security").
 steers the frames sent to the responder's UDP port to AF_XDP sockets, one per
 receive queue, each read by a read loop of its own: requests skip the kernel's
 UDP receive path (across a veth on a 2-vCPU VM, 2.7-3.5 M Key-Write request
-packets per CPU second against 0.6-0.9 M; docs/BENCHMARKS.md). Responses still
-leave through the UDP socket, and the path MTU is capped so that a request fits
-one frame.
+packets per CPU second against 0.6-0.9 M; docs/BENCHMARKS.md). Responses
+leave on the same sockets' TX rings, back to the MAC address a QP's requests
+come from (collector.xdp.tx_frames; 0 sends them through the UDP socket), and
+the path MTU is capped so that a request fits one frame.
 The program is detached on exit, crash included.`,
 		Example: `  dta collector
   dta collector --config dta.yaml
@@ -132,6 +133,9 @@ func runCollector(ctx context.Context, f *config.File, load func() (*config.File
 	via := ""
 	if m := col.XDPMode(); m != "" {
 		via = fmt.Sprintf(", requests via AF_XDP on %s (%s mode)", f.Collector.XDP.Interface, m)
+		if x := f.Collector.XDPConfig(); x != nil && x.TXFrames > 0 {
+			via += ", responses on its TX rings"
+		}
 	}
 	fmt.Fprintf(out, "dta collector: RoCEv2 on udp %s, queries on %s://%s, %d stores, name %s%s%s\n", col.RDMAAddr(), scheme(col.Guard()), col.HTTPAddr(), len(descs), col.Name(), exp.line(), via)
 	return col.Run(ctx)

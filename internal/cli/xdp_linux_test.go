@@ -145,7 +145,7 @@ func TestCollectorWithXDPTakesATranslatorsRequestsFromAnotherNamespace(t *testin
 	ns, host, hostIP, peerIP := v.NS, v.Host, v.HostAddr.String(), v.PeerAddr.String()
 	bin := buildDTA(t)
 	cfg := smallConfig(t)
-	m, col := startProcess(t, bin, regexp.MustCompile(`RoCEv2 on udp (\S+), queries on (http://\S+),.*requests via AF_XDP on `+host+` \((?:native|generic)/\S+ mode\)`),
+	m, col := startProcess(t, bin, regexp.MustCompile(`RoCEv2 on udp (\S+), queries on (http://\S+),.*requests via AF_XDP on `+host+` \((?:native|generic)/\S+ mode\), responses on its TX rings`),
 		"collector", "--config", cfg, "--rdma", hostIP+":4791", "--http", "127.0.0.1:0", "--xdp", host)
 	base := m[2]
 	if !v.Attached(t) {
@@ -177,6 +177,14 @@ func TestCollectorWithXDPTakesATranslatorsRequestsFromAnotherNamespace(t *testin
 	if x, all := metric(t, base, "", "dta_xdp_packets_total"), metric(t, base, "", "dta_rdma_responder_packets_total"); x != all {
 		t.Errorf("dta_xdp_packets_total = %v, dta_rdma_responder_packets_total = %v: want every request through AF_XDP", x, all)
 	}
+	// And the responses left on the AF_XDP TX ring (collector.xdp.tx_frames'
+	// default), none through the UDP socket for want of a frame.
+	if got := metric(t, base, "", "dta_xdp_tx_frames_total"); got < 1 {
+		t.Errorf("dta_xdp_tx_frames_total = %v, want the ACKs of the WRITEs\n%s", got, col.stderr)
+	}
+	if got := metric(t, base, "", "dta_xdp_tx_full_total"); got != 0 {
+		t.Errorf("dta_xdp_tx_full_total = %v", got)
+	}
 	if err := col.stop(t, syscall.SIGTERM); err != nil {
 		t.Errorf("collector: %v\n%s", err, col.stderr)
 	}
@@ -198,7 +206,7 @@ func TestCollectorWithXDPTakesATranslatorsRequestsFromAnotherNamespace(t *testin
 	}
 }
 
-// TestBenchResponderPathFlag: --responder-path takes loopback, veth or xdp,
+// TestBenchResponderPathFlag: --responder-path takes loopback, veth, xdp or xdp-rx,
 // only with --sink roce and the responder in a process of its own; as root,
 // a short xdp run prints the responder's line with the softirq figure.
 func TestBenchResponderPathFlag(t *testing.T) {

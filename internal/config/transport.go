@@ -55,7 +55,15 @@ type XDPIngest struct {
 	// finding full batches, coalesce to 10ms (0: a fixed pause); unset:
 	// 500µs.
 	CoalesceMax *time.Duration `yaml:"coalesce_max"`
+	// TXFrames (collector.xdp only) is the number of UMEM frames per queue
+	// for responses sent on the AF_XDP socket's TX ring; 0 sends them
+	// through the kernel's UDP socket; unset: DefaultXDPTXFrames.
+	TXFrames *int `yaml:"tx_frames"`
 }
+
+// DefaultXDPTXFrames is collector.xdp.tx_frames when unset: the responder
+// sends its responses on the AF_XDP TX rings.
+const DefaultXDPTXFrames = 1024
 
 // XDPConfig returns the AF_XDP listener's Config, or nil when
 // translator.transport is not xdp.
@@ -64,7 +72,7 @@ func (f *File) XDPConfig() *xdp.Config {
 	if t.Transport != TransportXDP {
 		return nil
 	}
-	return t.XDP.config(t.BatchSize)
+	return t.XDP.config(t.BatchSize, 0)
 }
 
 // XDPConfig returns the responder's AF_XDP Config, or nil when
@@ -73,12 +81,17 @@ func (c Collector) XDPConfig() *xdp.Config {
 	if c.Transport != TransportXDP {
 		return nil
 	}
-	return c.XDP.config(0)
+	return c.XDP.config(0, DefaultXDPTXFrames)
 }
 
-// config is x over xdp.DefaultConfig, with batch as BatchSize unless 0.
-func (x XDPIngest) config(batch int) *xdp.Config {
+// config is x over xdp.DefaultConfig, with batch as BatchSize unless 0 and
+// tx as TXFrames unless x sets it.
+func (x XDPIngest) config(batch, tx int) *xdp.Config {
 	c := xdp.DefaultConfig()
+	c.TXFrames = tx
+	if x.TXFrames != nil {
+		c.TXFrames = *x.TXFrames
+	}
 	c.Interface, c.Queues = x.Interface, x.Queues
 	setIf(&c.FrameSize, x.FrameSize)
 	setIf(&c.Frames, x.Frames)
@@ -107,6 +120,9 @@ func setIf(dst *int, v int) {
 
 // validateTransport checks translator.transport and translator.xdp.
 func (f *File) validateTransport() error {
+	if n := f.Translator.XDP.TXFrames; n != nil && *n != 0 {
+		return fmt.Errorf("translator.xdp.tx_frames: %d: the translator sends nothing on its AF_XDP sockets (a collector.xdp key)", *n)
+	}
 	return validateXDPSection("translator", f.Translator.Transport, f.Translator.XDP, f.XDPConfig)
 }
 

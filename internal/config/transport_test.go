@@ -43,38 +43,44 @@ func TestTransportSettings(t *testing.T) {
 		yaml    string
 		wantErr string
 		xdp     bool
+		tx      int // TXFrames with xdp; -1: the section's default
 	}
 	shared := []tcase{
-		{"the default transport is UDP", "", "", false},
-		{"transport xdp with an interface selects AF_XDP", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frame_size: 4096\n", "", true},
-		{"transport xdp without an interface names the key", "SECTION:\n  transport: xdp\n", "Config.Interface", false},
-		{"an unknown transport is refused", "SECTION:\n  transport: dpdk\n", "SECTION.transport", false},
-		{"an unknown fallback is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    fallback: tcp\n", "SECTION.xdp.fallback", false},
-		{"a ring that is not a power of two is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    rx_ring: 1000\n", "Config.RXRing", false},
-		{"UMEM frames that are not a power of two are refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frames: 1000\n", "Config.Frames", false},
-		{"an unknown bind mode is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    bind_mode: fast\n", "Config.BindMode", false},
-		{"a pause longer than 1ms is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    coalesce: 2ms\n", "Config.Coalesce", false},
-		{"a pause that may grow less than it starts is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    coalesce: 200us\n    coalesce_max: 100us\n", "Config.CoalesceMax", false},
+		{"the default transport is UDP", "", "", false, -1},
+		{"transport xdp with an interface selects AF_XDP", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frame_size: 4096\n", "", true, -1},
+		{"transport xdp without an interface names the key", "SECTION:\n  transport: xdp\n", "Config.Interface", false, -1},
+		{"an unknown transport is refused", "SECTION:\n  transport: dpdk\n", "SECTION.transport", false, -1},
+		{"an unknown fallback is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    fallback: tcp\n", "SECTION.xdp.fallback", false, -1},
+		{"a ring that is not a power of two is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    rx_ring: 1000\n", "Config.RXRing", false, -1},
+		{"UMEM frames that are not a power of two are refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frames: 1000\n", "Config.Frames", false, -1},
+		{"an unknown bind mode is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    bind_mode: fast\n", "Config.BindMode", false, -1},
+		{"a pause longer than 1ms is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    coalesce: 2ms\n", "Config.Coalesce", false, -1},
+		{"a pause that may grow less than it starts is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    coalesce: 200us\n    coalesce_max: 100us\n", "Config.CoalesceMax", false, -1},
 	}
 	for _, sec := range []struct {
 		name string
 		own  []tcase
 		xdp  func(*File) *xdp.Config
+		tx   int // TXFrames by default
 	}{
 		{"translator", []tcase{
-			{"the collector's transport leaves the translator's alone", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n", "", false},
-		}, func(f *File) *xdp.Config { return f.IngestConfig().XDP }},
+			{"the collector's transport leaves the translator's alone", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n", "", false, -1},
+			{"tx_frames is a collector key", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n    tx_frames: 64\n", "translator.xdp.tx_frames", false, -1},
+		}, func(f *File) *xdp.Config { return f.IngestConfig().XDP }, 0},
 		{"collector", []tcase{
-			{"port 0 cannot be steered", "collector:\n  rdma: 127.0.0.1:0\n  transport: xdp\n  xdp:\n    interface: eth0\n", "collector.rdma", false},
-			{"port 0 is fine without xdp", "collector:\n  rdma: 127.0.0.1:0\n", "", false},
-			{"the translator's transport leaves the responder's alone", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n", "", false},
+			{"port 0 cannot be steered", "collector:\n  rdma: 127.0.0.1:0\n  transport: xdp\n  xdp:\n    interface: eth0\n", "collector.rdma", false, -1},
+			{"port 0 is fine without xdp", "collector:\n  rdma: 127.0.0.1:0\n", "", false, -1},
+			{"the translator's transport leaves the responder's alone", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n", "", false, -1},
+			{"tx_frames 0 sends responses through the UDP socket", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frame_size: 4096\n    tx_frames: 0\n", "", true, 0},
+			{"tx_frames sizes the TX ring", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frame_size: 4096\n    tx_frames: 256\n", "", true, 256},
+			{"tx_frames that are not a power of two are refused", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n    tx_frames: 1000\n", "Config.TXFrames", false, -1},
 		}, func(f *File) *xdp.Config {
 			rc := f.ResponderConfig()
 			if err := rc.Validate(); err != nil {
 				t.Errorf("the responder's config does not validate: %v", err)
 			}
 			return rc.XDP
-		}},
+		}, DefaultXDPTXFrames},
 	} {
 		for _, tc := range append(shared, sec.own...) {
 			t.Run(sec.name+"/"+tc.name, func(t *testing.T) {
@@ -95,8 +101,12 @@ func TestTransportSettings(t *testing.T) {
 				if (x != nil) != tc.xdp {
 					t.Fatalf("%s AF_XDP config = %v, want set: %v", sec.name, x, tc.xdp)
 				}
-				if tc.xdp && (x.Interface != "eth0" || x.FrameSize != 4096) {
-					t.Errorf("XDP config %+v", *x)
+				tx := tc.tx
+				if tx < 0 {
+					tx = sec.tx
+				}
+				if tc.xdp && (x.Interface != "eth0" || x.FrameSize != 4096 || x.TXFrames != tx) {
+					t.Errorf("XDP config %+v, want interface eth0, frame size 4096, TXFrames %d", *x, tx)
 				}
 			})
 		}

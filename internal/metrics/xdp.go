@@ -20,6 +20,9 @@ var (
 		"fill_starved":  desc("xdp_fill_starved_total", "Refills that found the kernel's fill ring empty."),
 		"invalid_descs": desc("xdp_invalid_descs_total", "RX descriptors pointing outside the UMEM."),
 		"reply_errors":  desc("xdp_reply_errors_total", "ACK/NACK send errors on the AF_XDP path."),
+		"tx_frames":     desc("xdp_tx_frames_total", "Frames sent on the AF_XDP TX rings: the responder's responses (collector.xdp.tx_frames)."),
+		"tx_full":       desc("xdp_tx_full_total", "Responses that found no free TX frame or ring slot and went through the UDP socket instead."),
+		"tx_errors":     desc("xdp_tx_errors_total", "Failed kicks of an AF_XDP TX ring (sendto errors other than try again)."),
 	}
 	xdpMalformed = desc("xdp_malformed_total", "Frames steered to AF_XDP but not handed on, by reason.", "reason")
 	xdpKernel    = map[string]*prometheus.Desc{
@@ -50,6 +53,9 @@ func (c XDP) Collect(ch chan<- prometheus.Metric) {
 	counter(ch, xdpCounters["fill_starved"], s.FillStarved.Load())
 	counter(ch, xdpCounters["invalid_descs"], s.InvalidDescs.Load())
 	counter(ch, xdpCounters["reply_errors"], s.ReplyErrors.Load())
+	counter(ch, xdpCounters["tx_frames"], s.TXFrames.Load())
+	counter(ch, xdpCounters["tx_full"], s.TXFull.Load())
+	counter(ch, xdpCounters["tx_errors"], s.TXErrors.Load())
 	for _, r := range xdp.Reasons() {
 		counter(ch, xdpMalformed, s.Malformed[r].Load(), r.String())
 	}

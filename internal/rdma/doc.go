@@ -170,8 +170,17 @@
 // them to an AF_XDP socket per receive queue, and each socket's reader runs
 // a read loop of its own over each ring batch (xdpIngest), with the
 // destination address the ICRC covers taken from the frame. Such a loop
-// owns QPs as a socket's loop does, and sends its responses through the
-// first UDP socket. The path MTU is capped so that a request fits a frame.
+// owns QPs as a socket's loop does. With XDP.TXFrames it sends a QP's
+// responses (ACKs, NAKs, ATOMIC ACKs, READ responses, the advertisement) on
+// its socket's TX ring, back over the link the QP's latest in-sequence
+// request came in on: source and destination MAC swapped, the same VLAN
+// tag. That is the QP's address vector, learnt as a NIC's is set at
+// connection time, but from the requests themselves, so no neighbour table
+// is consulted. What has no such link (CM replies, a QP's responses before
+// its first request) and what finds the ring full leaves through the first
+// UDP socket, as every response does without TXFrames. The frames carry
+// what the ICRC was sealed over (IPv4 ID 0 and DF). The path MTU is capped
+// so that a request fits a frame.
 //
 // # Not implemented
 //

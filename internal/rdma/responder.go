@@ -121,8 +121,14 @@ type loop struct {
 	// with a single loop), so nothing needs deferring.
 	all bool
 
-	mu    sync.Mutex // guards everything below and the QPs the loop owns; held per receive batch
-	tx    *sock.Sender
+	mu sync.Mutex // guards everything below and the QPs the loop owns; held per receive batch
+	tx *sock.Sender
+	// An AF_XDP loop's TX ring (ResponderConfig.XDP.TXFrames), or nil:
+	// responses to a QP whose requests came over a known link leave
+	// there (queueQP). link is the request being handled's link, set by
+	// xdpIngest for the duration of its handle, nil otherwise.
+	xtx   *xdp.Transmitter
+	link  *xdp.Link
 	qps   map[uint32]*qp // the QPs this loop owns
 	dirty []*qp          // QPs with an ACK to send at the end of the batch
 	hot   hotStats
@@ -704,6 +710,7 @@ func (l *loop) publish() {
 // with l.mu held.
 func (l *loop) flush() {
 	l.publish()
+	l.flushXDP()
 	before := l.tx.Errors()
 	_ = l.tx.Flush()
 	if d := l.tx.Errors() - before; d > 0 {
@@ -718,6 +725,37 @@ func (l *loop) queue(env *roce.Envelope, b []byte, to netip.AddrPort) {
 	l.tx.Add(b, to, env.Src)
 	if l.tx.Full() {
 		l.flush()
+	}
+}
+
+// queueQP adds a packet built in b to the send batch for q's peer: on the
+// loop's AF_XDP TX ring over the link q's requests arrive on, when the
+// loop has one and q has been seen on it, else as queue does. A full ring
+// is flushed once; should it stay full, the packet goes through the socket.
+func (l *loop) queueQP(q *qp, b []byte) {
+	if l.xtx == nil || !q.linked {
+		l.queue(&q.out, b, q.peer)
+		return
+	}
+	l.r.capture.Record(&q.out, b, true)
+	src := netip.AddrPortFrom(q.out.Src, q.out.SrcPort)
+	if l.xtx.Add(&q.link, src, q.peer, b) {
+		return
+	}
+	l.flushXDP()
+	if l.xtx.Add(&q.link, src, q.peer, b) {
+		return
+	}
+	l.tx.Add(b, q.peer, q.out.Src)
+	if l.tx.Full() {
+		l.flush()
+	}
+}
+
+// flushXDP hands the frames queued on the loop's TX ring to the kernel.
+func (l *loop) flushXDP() {
+	if l.xtx != nil && l.xtx.Flush() != nil {
+		l.r.stats.SendErrors.Add(1)
 	}
 }
 

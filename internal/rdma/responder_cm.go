@@ -353,7 +353,7 @@ func (l *loop) establish(q *qp) {
 func (l *loop) pumpAdv(q *qp) {
 	r := l.r
 	for q.advNext < len(q.adv) && q.advNext-q.advUna < advWindow {
-		l.queue(&q.out, q.adv[q.advNext], q.peer)
+		l.queueQP(q, q.adv[q.advNext])
 		q.advNext++
 		q.advSentAt = l.now
 	}

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"runtime"
 
+	"github.com/dta-go/dta/internal/transport/xdp"
 	"github.com/dta-go/dta/wire/roce"
 )
 
@@ -28,6 +29,8 @@ type qp struct {
 	out            roce.Envelope // what we send: local -> peer
 	state          qpState
 	pmtu           int
+	link           xdp.Link // the link responses take over AF_XDP, when linked
+	linked         bool     // a request in sequence came in over AF_XDP: link is its link, reversed
 	created        int64
 	lastActive     int64
 	dead           bool
@@ -108,6 +111,11 @@ func (l *loop) handleRC(q *qp, p *roce.Packet) {
 		return
 	}
 	q.nakSent = false
+	if l.link != nil {
+		// The QP's address vector, as a NIC's: responses go back over
+		// the link of its latest request in sequence.
+		q.link, q.linked = l.link.Reverse(), true
+	}
 	if op == roce.OpReadRequest {
 		l.read(q, p)
 		return
@@ -230,7 +238,7 @@ func (l *loop) respond(q *qp, op roce.Opcode, syn roce.Syndrome, psn uint32, ori
 	if l.icrc.Seal(&q.out, b) != nil {
 		return
 	}
-	l.queue(&q.out, b, q.peer)
+	l.queueQP(q, b)
 }
 
 // execute runs a request whose PSN is the expected one. It returns

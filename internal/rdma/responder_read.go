@@ -105,7 +105,7 @@ func (l *loop) readRespond(q *qp, data []byte, psn uint32) {
 			return
 		}
 		r.stats.ReadResponses.Add(1)
-		l.queue(&q.out, b, q.peer)
+		l.queueQP(q, b)
 	}
 }
 

@@ -14,6 +14,7 @@ type xdpPacket struct {
 	b    []byte
 	from netip.AddrPort
 	dst  netip.Addr
+	link *xdp.Link // the reader's, valid as b is
 }
 
 // xdpIngest feeds one AF_XDP reader's requests to its own read loop: the
@@ -30,21 +31,21 @@ type xdpIngest struct {
 // HandlePacket is HandleDatagram for a datagram sent to the responder's own
 // address; readers call HandleDatagram.
 func (h *xdpIngest) HandlePacket(b []byte, from netip.AddrPort, _ xdp.Replier) {
-	h.note(b, from, h.l.r.local.Addr())
+	h.note(b, from, h.l.r.local.Addr(), nil)
 }
 
 // HandleDatagram notes one request of the batch.
 func (h *xdpIngest) HandleDatagram(d *xdp.Datagram, _ xdp.Replier) {
-	h.note(d.Payload, d.From, d.Dst)
+	h.note(d.Payload, d.From, d.Dst, &d.Link)
 }
 
-func (h *xdpIngest) note(b []byte, from netip.AddrPort, dst netip.Addr) {
+func (h *xdpIngest) note(b []byte, from netip.AddrPort, dst netip.Addr, link *xdp.Link) {
 	if len(h.pend) == cap(h.pend) {
 		// More than a batch: never, as the reader's batch is the
 		// responder's BatchSize; run what is gathered rather than grow.
 		h.EndBatch()
 	}
-	h.pend = append(h.pend, xdpPacket{b: b, from: from, dst: dst})
+	h.pend = append(h.pend, xdpPacket{b: b, from: from, dst: dst, link: link})
 }
 
 // EndBatch runs the gathered requests.
@@ -71,8 +72,10 @@ func (h *xdpIngest) EndBatch() {
 			r.stats.Truncated.Add(1)
 			continue
 		}
+		l.link = p.link
 		l.handle(p.b[:len(p.b):len(p.b)], p.from, p.dst)
 	}
+	l.link = nil
 	l.flushACKs()
 	l.flush()
 	l.mu.Unlock()
@@ -102,21 +105,29 @@ func xdpMTU(frameSize int) int {
 }
 
 // listenXDP opens the AF_XDP listener of cfg.XDP, one read loop per
-// receive queue, each sending its responses through the first UDP socket.
-// The loops are appended to r.loops; their ids follow the UDP loops'.
+// receive queue. With cfg.XDP.TXFrames each loop sends its QPs' responses
+// on its socket's TX ring (queueQP), the rest (CM replies, responses to a
+// QP not yet seen on the link) through the first UDP socket; without, all
+// through that socket. The loops are appended to r.loops; their ids follow
+// the UDP loops'.
 func (r *Responder) listenXDP() error {
 	xc := *r.cfg.XDP
 	xc.BatchSize = r.cfg.BatchSize
 	s := r.loops[0].s
-	route := xdp.Route{Port: r.local.Port(), NewHandler: func(int) xdp.Handler {
+	byQueue := map[int]*loop{}
+	route := xdp.Route{Port: r.local.Port(), NewHandler: func(queue int) xdp.Handler {
 		l := r.newLoop(len(r.loops), s, nil)
 		l.xdp = true
 		r.loops = append(r.loops, l)
+		byQueue[queue] = l
 		return &xdpIngest{l: l, pend: make([]xdpPacket, 0, xc.BatchSize)}
 	}}
 	ln, err := xdp.Listen(xc, []xdp.Route{route}, r.logger)
 	if err != nil {
 		return fmt.Errorf("rdma: responder: %w", err)
+	}
+	for q, l := range byQueue {
+		l.xtx = ln.Transmitter(q) // before any reader runs
 	}
 	r.xdp = ln
 	return nil

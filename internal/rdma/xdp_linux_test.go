@@ -3,6 +3,7 @@ package rdma
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"os"
@@ -29,18 +30,34 @@ func newXDPVethQueues(t *testing.T, queues int) *vethtest.Pair {
 
 // TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth runs the responder
 // with its requests taken through AF_XDP on the host end of a veth pair
-// and a requester in the other namespace: WRITEs land byte for byte,
-// FETCH_ADDs count once each, every request came through the AF_XDP
-// reader (none through the UDP socket), a packet with a bad ICRC or a
-// truncated one changes nothing and is counted, a path MTU too large for a
-// frame is refused, and closing the responder detaches the program.
+// and a requester in the other namespace, its responses sent through the
+// UDP socket or on the AF_XDP TX ring: WRITEs land byte for byte,
+// FETCH_ADDs count once each and every ATOMIC ACK reaches the requester
+// with a good ICRC, every request came through the AF_XDP reader (none
+// through the UDP socket) and every response the way configured, a packet
+// with a bad ICRC or a truncated one changes nothing and is counted, a
+// path MTU too large for a frame is refused, and closing the responder
+// detaches the program.
 func TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		txFrames int
+	}{
+		{"responses through the UDP socket", 0},
+		{"responses on the AF_XDP TX ring", 256},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testResponderOnAFXDP(t, tc.txFrames) })
+	}
+}
+
+func testResponderOnAFXDP(t *testing.T, txFrames int) {
 	v := newXDPVeth(t)
 	port := uint16(20000 + os.Getpid()%20000)
 	cfg := testResponderConfig("127.0.0.1")
 	cfg.Addr = netip.AddrPortFrom(v.HostAddr, port).String()
 	xc := xdp.DefaultConfig()
 	xc.Interface = v.Host
+	xc.TXFrames = txFrames
 	cfg.XDP = &xc
 	resp, err := NewResponder(cfg, testLogger(t))
 	if err != nil {
@@ -96,6 +113,7 @@ func TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth(t *testing.T) {
 	}
 	defer q.Close()
 	q.SetTargets([]Target{targetOf(m)})
+	capture := v.CapturePeer(t)
 	want := make([]byte, 4096)
 	var ops []memop.Op
 	off := uint64(0)
@@ -137,6 +155,38 @@ func TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth(t *testing.T) {
 	}
 	if x := resp.xdp.Stats().Packets.Load(); x != st.Packets.Load() {
 		t.Errorf("the AF_XDP reader handed on %d packets, the responder counted %d", x, st.Packets.Load())
+	}
+	qs := q.Stats()
+	if a, bad := qs.AtomicACKs.Load(), qs.BadICRC.Load(); a != 200 || bad != 0 {
+		t.Errorf("the requester took %d ATOMIC ACKs and %d packets with a bad ICRC, want 200 and 0", a, bad)
+	}
+	sent, full := resp.xdp.Stats().TXFrames.Load(), resp.xdp.Stats().TXFull.Load()
+	if txFrames == 0 && sent != 0 {
+		t.Errorf("%d responses left on a TX ring the responder was not given", sent)
+	}
+	// Every ATOMIC ACK, and the ACKs of the WRITEs, on the ring; of 256
+	// frames some may be in flight, never so many that one is refused.
+	if txFrames > 0 && (sent < 200 || full != 0) {
+		t.Errorf("%d responses on the AF_XDP TX ring (%d refused), want every ATOMIC ACK (200) and more", sent, full)
+	}
+	if e := st.SendErrors.Load(); e != 0 {
+		t.Errorf("%d send errors", e)
+	}
+	// On the wire, as a NIC would check them: the ICRC of every response
+	// covers the IP header the frame really carries.
+	responses, badICRC := 0, 0
+	for _, f := range capture.Stop() {
+		if len(f) < 14+20+8 || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[14+9] != 17 ||
+			binary.BigEndian.Uint16(f[14+20:]) != port {
+			continue
+		}
+		responses++
+		if err := roce.VerifyICRC(f[14:]); err != nil {
+			badICRC++
+		}
+	}
+	if responses < 200 || badICRC != 0 {
+		t.Errorf("captured %d responses on the wire, %d with a bad ICRC; want at least the 200 ATOMIC ACKs, all good", responses, badICRC)
 	}
 
 	// A forged packet to the QP (the next PSN, a valid WRITE) with its
@@ -281,16 +331,30 @@ func TestAResponderOnAFXDPServesEveryQueueWithALoopOfItsOwn(t *testing.T) {
 }
 
 // TestTheAFXDPPathDoesNotAllocate is TestApplyDoesNotAllocate with the
-// requests crossing a veth into the responder's AF_XDP reader: in steady
-// state neither the requester nor the AF_XDP read loop allocates.
+// requests crossing a veth into the responder's AF_XDP reader, and the
+// responses leaving through the UDP socket or on the AF_XDP TX ring: in
+// steady state neither the requester nor the AF_XDP read loop allocates.
 func TestTheAFXDPPathDoesNotAllocate(t *testing.T) {
 	skipAllocsUnderRace(t)
+	for _, tc := range []struct {
+		name     string
+		txFrames int
+	}{
+		{"responses through the UDP socket", 0},
+		{"responses on the AF_XDP TX ring", 256},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testAFXDPAllocs(t, tc.txFrames) })
+	}
+}
+
+func testAFXDPAllocs(t *testing.T, txFrames int) {
 	v := newXDPVeth(t)
 	cfg := testResponderConfig("127.0.0.1")
 	cfg.ReadLoops = 1
 	cfg.Addr = netip.AddrPortFrom(v.HostAddr, uint16(20000+os.Getpid()%20000)).String()
 	xc := xdp.DefaultConfig()
 	xc.Interface = v.Host
+	xc.TXFrames = txFrames
 	cfg.XDP = &xc
 	reg := newRegion(t, 1<<16)
 	var m MR
@@ -338,5 +402,8 @@ func TestTheAFXDPPathDoesNotAllocate(t *testing.T) {
 	flush(t, q)
 	if x := resp.XDP().Stats().Packets.Load(); x < 2*2500 {
 		t.Errorf("only %d requests came through AF_XDP", x)
+	}
+	if tx := resp.XDP().Stats().TXFrames.Load(); (tx >= 2500) != (txFrames > 0) {
+		t.Errorf("%d responses on the AF_XDP TX ring (TXFrames %d)", tx, txFrames)
 	}
 }

@@ -60,6 +60,11 @@ type Config struct {
 	// RXRing is the RX ring's size in descriptors, a power of two from 64
 	// to 65536; default 4096.
 	RXRing int
+	// TXFrames is the number of UMEM frames per socket set aside for
+	// datagrams sent on the socket's TX ring ([Listener.Transmitter]), and
+	// the TX and completion rings' size: 0 (the default) opens no TX ring;
+	// otherwise a power of two from 64 to 65536.
+	TXFrames int
 	// BatchSize is the largest number of descriptors taken from the RX ring
 	// at once: 1 to 1024, default 64.
 	BatchSize int
@@ -121,6 +126,9 @@ func (c Config) Validate() error {
 	}
 	if !ringSize(c.RXRing) {
 		errs = append(errs, fmt.Errorf("xdp: Config.RXRing = %d, want a power of two from 64 to %d", c.RXRing, maxRingSize))
+	}
+	if c.TXFrames != 0 && !ringSize(c.TXFrames) {
+		errs = append(errs, fmt.Errorf("xdp: Config.TXFrames = %d, want 0 (no TX ring) or a power of two from 64 to %d", c.TXFrames, maxRingSize))
 	}
 	if c.BatchSize < 1 || c.BatchSize > maxBatchSize {
 		errs = append(errs, fmt.Errorf("xdp: Config.BatchSize = %d, want 1 to %d", c.BatchSize, maxBatchSize))

@@ -22,9 +22,16 @@
 //
 // Handlers are the same as the UDP path's (udp.Handler), so the translator's
 // workers are fed identically; one that also needs each datagram's
-// destination address implements [AddrHandler]. Replies (ACK/NACK datagrams) are not built by
-// this package: they leave through one ordinary UDP socket shared by the
-// readers, through the kernel's routing and neighbour tables.
+// destination address implements [AddrHandler]. Replies through the
+// [Replier] leave through one ordinary UDP socket shared by the readers,
+// through the kernel's routing and neighbour tables. With Config.TXFrames
+// each socket also has a TX ring and frames of its own for it, and
+// [Listener.Transmitter] gives the handler of that queue a [Transmitter]:
+// datagrams it adds go out as whole frames the package builds (Ethernet,
+// one optional VLAN tag, IPv4 with ID 0 and DF, or IPv6, and UDP) over the
+// link the caller names, usually the one a request came in on reversed
+// ([Datagram.Link], [Link.Reverse]), skipping the kernel's UDP send path;
+// sent frames come back through the completion ring and are reused.
 //
 // Frames the kernel would have rejected (short, bad IPv4 header or checksum,
 // lengths that disagree, fragments) are counted by reason in [Stats] and never
@@ -41,8 +48,9 @@
 //
 // The package knows nothing about DTA payloads: it does not decode, validate
 // or route reports, keeps no per-flow state, never retains a frame after the
-// handler returns, and a Listener never transmits on its AF_XDP sockets
-// ([Sender] is a load generator for benchmarks and tests). It needs Linux,
+// handler returns, and a Listener transmits on its AF_XDP sockets only what
+// a Transmitter's caller adds ([Sender] is a load generator for benchmarks
+// and tests); it resolves no neighbours and routes nothing. It needs Linux,
 // CAP_NET_ADMIN and CAP_BPF (or root); elsewhere [Listen] returns
 // [ErrUnsupported].
 package xdp

@@ -84,6 +84,25 @@ type Datagram struct {
 	From    netip.AddrPort
 	Dst     netip.Addr // the destination address (IPv4, or IPv6 unmapped)
 	DstPort uint16
+	Link    Link // the Ethernet header it arrived with
+}
+
+// Link is an Ethernet header: the MAC addresses and the one VLAN tag a
+// frame may carry. A reply to a frame's sender goes back over the link the
+// frame came in on ([Link.Reverse]).
+type Link struct {
+	Src, Dst [6]byte
+	// TCI is the VLAN tag's control information (priority and VLAN id)
+	// when Tagged.
+	TCI    uint16
+	Tagged bool
+}
+
+// Reverse returns the link a reply to l's sender takes: the addresses
+// swapped, the same VLAN tag.
+func (l Link) Reverse() Link {
+	l.Src, l.Dst = l.Dst, l.Src
+	return l
 }
 
 // ParseFrame checks that frame is an Ethernet frame (one VLAN tag allowed)
@@ -95,11 +114,14 @@ func ParseFrame(frame []byte, d *Datagram) Reason {
 		return ReasonShortEthernet
 	}
 	l3 := ethHeaderLen
+	d.Link.Dst, d.Link.Src = [6]byte(frame[0:6]), [6]byte(frame[6:12])
+	d.Link.TCI, d.Link.Tagged = 0, false
 	et := binary.BigEndian.Uint16(frame[12:])
 	if et == etherTypeVLAN {
 		if len(frame) < ethHeaderLen+vlanTagLen {
 			return ReasonShortEthernet
 		}
+		d.Link.TCI, d.Link.Tagged = binary.BigEndian.Uint16(frame[14:]), true
 		et = binary.BigEndian.Uint16(frame[16:])
 		l3 += vlanTagLen
 	}
@@ -199,8 +221,32 @@ func ipv4Checksum(h []byte) uint16 {
 // correct one (IPv6, where zero is not allowed). It is the inverse of
 // [ParseFrame], used by tests and by senders that write frames directly.
 func AppendFrame(b []byte, srcMAC, dstMAC [6]byte, src, dst netip.AddrPort, payload []byte) []byte {
-	b = append(b, dstMAC[:]...)
-	b = append(b, srcMAC[:]...)
+	return AppendLinkFrame(b, &Link{Src: srcMAC, Dst: dstMAC}, src, dst, payload)
+}
+
+// FrameLen is the length of the frame [AppendLinkFrame] appends: headers
+// and payload.
+func FrameLen(link *Link, src netip.Addr, payload int) int {
+	n := ethHeaderLen + udpHeaderLen + payload
+	if link.Tagged {
+		n += vlanTagLen
+	}
+	if src.Is4() {
+		return n + ipv4HeaderLen
+	}
+	return n + ipv6HeaderLen
+}
+
+// AppendLinkFrame is [AppendFrame] over link: its addresses and, when
+// tagged, its VLAN tag. IPv4 headers carry ID 0, DF and TTL 64; IPv6
+// headers traffic class and flow label 0 and hop limit 64.
+func AppendLinkFrame(b []byte, link *Link, src, dst netip.AddrPort, payload []byte) []byte {
+	b = append(b, link.Dst[:]...)
+	b = append(b, link.Src[:]...)
+	if link.Tagged {
+		b = binary.BigEndian.AppendUint16(b, etherTypeVLAN)
+		b = binary.BigEndian.AppendUint16(b, link.TCI)
+	}
 	udpLen := udpHeaderLen + len(payload)
 	if src.Addr().Is4() {
 		b = binary.BigEndian.AppendUint16(b, etherTypeIPv4)

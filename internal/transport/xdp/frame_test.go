@@ -115,15 +115,21 @@ func FuzzParseFrame(f *testing.F) {
 	f.Add([]byte("report"), true)
 	f.Fuzz(func(t *testing.T, b []byte, build bool) {
 		if build {
-			// Round trip: any payload framed by AppendFrame parses back.
+			// Round trip: any payload framed by AppendLinkFrame, tagged
+			// or not, parses back with its link.
+			if len(b) > 1400 {
+				return
+			}
 			for _, ap := range [][2]netip.AddrPort{{src4, dst4}, {src6, dst6}} {
-				if len(b) > 1400 {
-					return
-				}
-				fr := AppendFrame(nil, macA, macB, ap[0], ap[1], b)
-				var d Datagram
-				if r := ParseFrame(fr, &d); r != ReasonNone || !bytes.Equal(d.Payload, b) || d.From != ap[0] || d.Dst != ap[1].Addr() || d.DstPort != ap[1].Port() {
-					t.Fatalf("round trip of %x: %v, %x from %v", b, r, d.Payload, d.From)
+				for _, link := range []Link{{Src: macA, Dst: macB}, {Src: macB, Dst: macA, TCI: uint16(len(b)), Tagged: true}} {
+					fr := AppendLinkFrame(nil, &link, ap[0], ap[1], b)
+					var d Datagram
+					if r := ParseFrame(fr, &d); r != ReasonNone || !bytes.Equal(d.Payload, b) || d.From != ap[0] || d.Dst != ap[1].Addr() || d.DstPort != ap[1].Port() || d.Link != link {
+						t.Fatalf("round trip of %x over %+v: %v, %x from %v over %+v", b, link, r, d.Payload, d.From, d.Link)
+					}
+					if len(fr) != FrameLen(&link, ap[0].Addr(), len(b)) {
+						t.Fatalf("FrameLen %d, frame %d", FrameLen(&link, ap[0].Addr(), len(b)), len(fr))
+					}
 				}
 			}
 			return
@@ -198,5 +204,57 @@ func TestIPv4ChecksumMatchesTheSumOf16BitWords(t *testing.T) {
 				t.Fatalf("%x: %#x, want %#x", h, got, want)
 			}
 		}
+	}
+}
+
+func TestParseFrameReturnsTheLinkAReplyReverses(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		want  Link
+	}{
+		{"an untagged frame", v4(nil), Link{Src: macA, Dst: macB}},
+		{"a VLAN-tagged frame keeps its tag", vlan(v4(nil)), Link{Src: macA, Dst: macB, TCI: 5, Tagged: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var d Datagram
+			d.Link = Link{TCI: 9, Tagged: true} // a previous frame's: overwritten
+			if r := ParseFrame(tc.frame, &d); r != ReasonNone {
+				t.Fatal(r)
+			}
+			if d.Link != tc.want {
+				t.Errorf("Link %+v, want %+v", d.Link, tc.want)
+			}
+			if r := d.Link.Reverse(); r.Src != tc.want.Dst || r.Dst != tc.want.Src || r.TCI != tc.want.TCI || r.Tagged != tc.want.Tagged {
+				t.Errorf("Reverse %+v of %+v", r, d.Link)
+			}
+		})
+	}
+}
+
+func TestAppendLinkFrameIsWhatParseFrameReads(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		link     Link
+		src, dst netip.AddrPort
+	}{
+		{"IPv4", Link{Src: macA, Dst: macB}, src4, dst4},
+		{"IPv4 with a VLAN tag", Link{Src: macA, Dst: macB, TCI: 0x2064, Tagged: true}, src4, dst4},
+		{"IPv6 with a VLAN tag", Link{Src: macA, Dst: macB, TCI: 7, Tagged: true}, src6, dst6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			payload := []byte("an ACK of sorts")
+			f := AppendLinkFrame(nil, &tc.link, tc.src, tc.dst, payload)
+			if n := FrameLen(&tc.link, tc.src.Addr(), len(payload)); n != len(f) {
+				t.Errorf("FrameLen %d, the frame has %d bytes", n, len(f))
+			}
+			var d Datagram
+			if r := ParseFrame(f, &d); r != ReasonNone {
+				t.Fatalf("ParseFrame: %v", r)
+			}
+			if d.Link != tc.link || d.From != tc.src || d.Dst != tc.dst.Addr() || d.DstPort != tc.dst.Port() || string(d.Payload) != string(payload) {
+				t.Errorf("parsed %+v from %v to %v:%d %q", d.Link, d.From, d.Dst, d.DstPort, d.Payload)
+			}
+		})
 	}
 }

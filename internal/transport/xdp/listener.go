@@ -59,6 +59,15 @@ type Stats struct {
 	InvalidDescs atomic.Uint64
 	// ReplyErrors counts failed Replier.Reply calls.
 	ReplyErrors atomic.Uint64
+	// TXFrames counts frames queued on the sockets' TX rings by
+	// Transmitters, counted when flushed.
+	TXFrames atomic.Uint64
+	// TXFull counts Transmitter.Add calls refused for want of a free frame
+	// or TX ring slot (the caller sent that datagram another way).
+	TXFull atomic.Uint64
+	// TXErrors counts failed kicks of a TX ring (sendto errors other than
+	// "try again").
+	TXErrors atomic.Uint64
 	// Malformed counts frames not handed on, by reason (index: Reason).
 	Malformed [numReasons]atomic.Uint64
 }

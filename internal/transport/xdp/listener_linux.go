@@ -33,6 +33,7 @@ type Listener struct {
 	link    link.Link
 	socks   []*socket
 	readers []*reader
+	txs     []*Transmitter // by queue, with Config.TXFrames
 	reply   *net.UDPConn
 	mode    string
 	stats   Stats
@@ -107,6 +108,10 @@ func Listen(cfg Config, routes []Route, logger *slog.Logger) (_ *Listener, err e
 	l.mode = attach + "/" + copyMode
 	for q, s := range l.socks {
 		l.readers = append(l.readers, newReader(q, s, routes, l))
+		if cfg.TXFrames > 0 {
+			s.setTXBudget()
+			l.txs = append(l.txs, newTransmitter(s, &l.stats))
+		}
 	}
 	logger.Info("xdp: program attached", "interface", cfg.Interface, "queues", queues, "mode", l.mode, "ports", ports)
 	return l, nil
@@ -187,6 +192,17 @@ func (l *Listener) ReaderPackets() []uint64 {
 		p[i] = r.packets.Load()
 	}
 	return p
+}
+
+// Transmitter returns the Transmitter of queue's socket, or nil without
+// Config.TXFrames or for a queue the listener does not read. It is for the
+// goroutine that handles that queue's datagrams (the Handler the reader of
+// that queue calls), or one that excludes it.
+func (l *Listener) Transmitter(queue int) *Transmitter {
+	if queue < 0 || queue >= len(l.txs) {
+		return nil
+	}
+	return l.txs[queue]
 }
 
 // Stats returns the listener's counters, live.
@@ -466,7 +482,7 @@ func (r *reader) receive() uint32 {
 	// frame in pass 1.
 	var touch byte
 	for i := range n {
-		d := s.rx.rxDesc(cons + i)
+		d := s.rx.desc(cons + i)
 		if d.Addr < uint64(len(s.umem)) {
 			touch += s.umem[d.Addr]
 		}
@@ -478,7 +494,7 @@ func (r *reader) receive() uint32 {
 	var bad [numReasons]uint64
 	var frames uint32 // frames to refill: every valid descriptor's
 	for i := range n {
-		d := s.rx.rxDesc(cons + i)
+		d := s.rx.desc(cons + i)
 		r.route[i] = -1
 		f := s.frame(d)
 		if f == nil {

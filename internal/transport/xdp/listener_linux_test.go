@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -422,5 +423,95 @@ func TestRepliesComeFromTheAddressReportsWentTo(t *testing.T) {
 	// the reply socket's own).
 	if string(buf[:n]) != "ack me" || from.Addr() != v.HostAddr {
 		t.Errorf("reply %q from %v, want from %v", buf[:n], from, v.HostAddr)
+	}
+}
+
+// txEcho sends every datagram back to its sender on the reader's TX ring,
+// over the link it came in on; what does not fit the ring waits for the
+// end of the batch.
+type txEcho struct {
+	l       **Listener
+	queue   int
+	refused atomic.Uint64
+}
+
+func (e *txEcho) HandlePacket(b []byte, from netip.AddrPort, _ Replier) {
+	panic("a Transmitter's handler is an AddrHandler")
+}
+
+func (e *txEcho) HandleDatagram(d *Datagram, _ Replier) {
+	tx := (*e.l).Transmitter(e.queue)
+	link := d.Link.Reverse()
+	src := netip.AddrPortFrom(d.Dst, d.DstPort)
+	if !tx.Add(&link, src, d.From, d.Payload) {
+		tx.Flush()
+		if !tx.Add(&link, src, d.From, d.Payload) {
+			e.refused.Add(1)
+		}
+	}
+}
+
+func (e *txEcho) EndBatch() { (*e.l).Transmitter(e.queue).Flush() }
+
+// TestATransmitterSendsRepliesOverTheLinkTheRequestCameIn: with TXFrames a
+// listener's handler sends replies on its socket's TX ring. The peer's
+// kernel takes every reply as a good UDP datagram from the address the
+// request went to (it checks the IPv4 header), far more replies than the
+// ring has frames (they come back through the completion ring), and the
+// replies are counted.
+func TestATransmitterSendsRepliesOverTheLinkTheRequestCameIn(t *testing.T) {
+	v := newVeth(t)
+	cfg := testConfig(v.Host)
+	cfg.TXFrames = 64
+	var l *Listener
+	echo := &txEcho{l: &l}
+	var err error
+	l, err = Listen(cfg, []Route{{Port: 40040, NewHandler: func(q int) Handler { echo.queue = q; return echo }}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Transmitter(0) == nil || l.Transmitter(1) != nil {
+		t.Fatal("want a Transmitter for queue 0 and none for a queue not read")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	c := v.udpSender(t)
+	to := netip.AddrPortFrom(v.HostAddr, 40040)
+	const n = 1000 // 15 times the ring's frames
+	buf := make([]byte, 64)
+	for i := range n {
+		msg := fmt.Appendf(nil, "request %d", i)
+		if _, err := c.WriteToUDPAddrPort(msg, to); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		k, from, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			t.Fatalf("reply %d: %v (sent on the ring %d, refused %d, kick errors %d)", i, err,
+				l.Stats().TXFrames.Load(), echo.refused.Load(), l.Stats().TXErrors.Load())
+		}
+		if string(buf[:k]) != string(msg) || from != to {
+			t.Fatalf("reply %q from %v, want %q from %v", buf[:k], from, msg, to)
+		}
+	}
+	if s := l.Stats().TXFrames.Load(); s != n {
+		t.Errorf("%d frames counted on the TX ring, want %d", s, n)
+	}
+	// A frame larger than a UMEM frame, and addresses of two IP
+	// versions, are refused without queueing anything.
+	tx := l.Transmitter(0)
+	link := Link{}
+	if tx.Add(&link, to, to, make([]byte, cfg.FrameSize)) {
+		t.Error("a payload larger than a frame was queued")
+	}
+	if tx.Add(&link, to, netip.MustParseAddrPort("[2001:db8::1]:1"), []byte("x")) {
+		t.Error("an IPv4 source and an IPv6 destination were queued")
 	}
 }

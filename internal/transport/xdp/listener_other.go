@@ -5,6 +5,7 @@ package xdp
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 )
 
 // Listener is unavailable on this platform; see [Listen].
@@ -35,3 +36,16 @@ func (l *Listener) ReaderThreads() []int { return nil }
 
 // ReaderPackets returns nil.
 func (l *Listener) ReaderPackets() []uint64 { return nil }
+
+// Transmitter returns nil.
+func (l *Listener) Transmitter(queue int) *Transmitter { return nil }
+
+// Transmitter is unavailable on this platform: Listener.Transmitter returns
+// nil.
+type Transmitter struct{}
+
+// Add returns false.
+func (t *Transmitter) Add(link *Link, src, dst netip.AddrPort, payload []byte) bool { return false }
+
+// Flush does nothing.
+func (t *Transmitter) Flush() error { return nil }

@@ -55,7 +55,7 @@ func (f *fakeReader) deliver(frames ...[]byte) {
 		base := (f.next % 256) * s.frameSize
 		f.next++
 		copy(s.umem[base+256:], fr)
-		d := s.rx.rxDesc(prod + uint32(i))
+		d := s.rx.desc(prod + uint32(i))
 		d.Addr, d.Len = base+256, uint32(len(fr))
 	}
 	atomic.StoreUint32(s.rx.producer, prod+uint32(len(frames)))
@@ -92,7 +92,7 @@ func TestReaderHandsOnGoodFramesAndCountsTheRest(t *testing.T) {
 	}
 	// An RX descriptor outside the UMEM is counted, not followed.
 	prod := atomic.LoadUint32(s.rx.producer)
-	d := s.rx.rxDesc(prod)
+	d := s.rx.desc(prod)
 	d.Addr, d.Len = uint64(len(s.umem))-10, 100
 	atomic.StoreUint32(s.rx.producer, prod+1)
 	f.r.receive()

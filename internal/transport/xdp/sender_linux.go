@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 )
 
 // Sender writes whole Ethernet frames on the TX ring of an AF_XDP socket. It
@@ -41,12 +39,10 @@ func NewQueueSender(ifname string, queue int, cfg Config) (*Sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xdp: sender on %s queue %d: %w", ifname, queue, err)
 	}
-	// Let one sendto(2) push more than the default 32 frames in copy mode
-	// (Linux 6.16+; older kernels keep their budget).
-	unix.SetsockoptInt(s.fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, 256)
+	s.setTXBudget()
 	snd := &Sender{s: s, free: make([]uint64, 0, cfg.Frames)}
 	for i := range cfg.Frames {
-		snd.free = append(snd.free, uint64(i)*s.frameSize)
+		snd.free = append(snd.free, s.txBase+uint64(i)*s.frameSize)
 	}
 	return snd, nil
 }
@@ -66,7 +62,7 @@ func (snd *Sender) Send(n int, fill func(frame []byte) []byte) (int, error) {
 	}
 	atomic.StoreUint32(comp.consumer, prod)
 
-	tx := &s.rx
+	tx := &s.tx
 	txProd := atomic.LoadUint32(tx.producer)
 	space := int(tx.size - (txProd - atomic.LoadUint32(tx.consumer)))
 	k := min(n, len(snd.free), space)
@@ -74,22 +70,14 @@ func (snd *Sender) Send(n int, fill func(frame []byte) []byte) (int, error) {
 		addr := snd.free[len(snd.free)-1]
 		snd.free = snd.free[:len(snd.free)-1]
 		f := fill(s.umem[addr : addr : addr+s.frameSize])
-		d := tx.rxDesc(txProd + uint32(i))
+		d := tx.desc(txProd + uint32(i))
 		d.Addr, d.Len, d.Options = addr, uint32(len(f)), 0
 	}
 	atomic.StoreUint32(tx.producer, txProd+uint32(k))
-	// A raw system call: sendto with MSG_DONTWAIT never blocks (it can run
-	// for tens of µs, transmitting the frames and, on a veth, the peer's
-	// receive softirq). Through Syscall6 the Go scheduler saw the thread in
-	// a system call on every send, and sysmon, finding no idle P, took its P
-	// away and handed it back tens of thousands of times a second: CPU of
-	// the whole process, charged in a benchmark to the receiving side.
-	_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
-	switch e {
-	case 0, unix.EAGAIN, unix.EBUSY, unix.ENOBUFS:
-		return k, nil
+	if err := s.kick(); err != nil {
+		return k, fmt.Errorf("xdp: sender: sendto: %w", err)
 	}
-	return k, fmt.Errorf("xdp: sender: sendto: %w", e)
+	return k, nil
 }
 
 // Close closes the socket.

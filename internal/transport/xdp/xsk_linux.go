@@ -48,8 +48,8 @@ func (r *ring) unmap() {
 	}
 }
 
-// rxDesc returns RX descriptor i (free-running index).
-func (r *ring) rxDesc(i uint32) *unix.XDPDesc {
+// desc returns descriptor i (free-running index) of an RX or TX ring.
+func (r *ring) desc(i uint32) *unix.XDPDesc {
 	return (*unix.XDPDesc)(unsafe.Add(r.descs, uintptr(i&r.mask)*unsafe.Sizeof(unix.XDPDesc{})))
 }
 
@@ -61,9 +61,10 @@ func (r *ring) addr(i uint32) *uint64 {
 // bindBusyWait bounds how long a bind retries a queue that is still busy.
 const bindBusyWait = 2 * time.Second
 
-// socket is one AF_XDP socket bound to one queue, with its own UMEM, fill and
-// completion rings (completion is required by the kernel but unused: the
-// socket never transmits) and RX ring.
+// socket is one AF_XDP socket bound to one queue, with its own UMEM and
+// rings: a receiving socket has fill and RX rings and, with
+// Config.TXFrames, a TX ring; a sender's has a TX ring only. The kernel
+// requires a completion ring either way.
 type socket struct {
 	fd        int
 	queue     int
@@ -71,21 +72,26 @@ type socket struct {
 	frameSize uint64
 	fill      ring
 	comp      ring
-	rx        ring // the TX ring of a transmitting socket
+	rx        ring   // unmapped on a sender's socket
+	tx        ring   // unmapped on a receiving socket without TXFrames
+	txBase    uint64 // UMEM offset of the first frame kept for the TX ring
+	txFrames  int
 	zeroCopy  bool
 }
 
-// newSocket creates, maps and binds a socket to queue of ifindex and fills
-// its fill ring with every frame. On error nothing is left open; the error
-// names the step that failed.
+// newSocket creates, maps and binds a receiving socket to queue of ifindex
+// and fills its fill ring with every receive frame; with cfg.TXFrames it
+// also has a TX ring and that many more frames, kept for a Transmitter. On
+// error nothing is left open; the error names the step that failed.
 func newSocket(ifindex, queue int, cfg Config) (*socket, error) {
 	return openSocket(ifindex, queue, cfg, false)
 }
 
-// openSocket opens a socket for receiving (tx false: fill and RX rings, every
-// frame given to the kernel) or for transmitting (tx true: TX and
-// completion rings, every frame kept by the caller).
-func openSocket(ifindex, queue int, cfg Config, tx bool) (_ *socket, err error) {
+// openSocket opens a socket for receiving (sender false: fill and RX rings,
+// every receive frame given to the kernel, plus a TX ring of cfg.TXFrames
+// when not 0) or for transmitting only (sender true: a TX ring of
+// cfg.Frames, every frame kept by the caller).
+func openSocket(ifindex, queue int, cfg Config, sender bool) (_ *socket, err error) {
 	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("create an AF_XDP socket (kernel built without CONFIG_XDP_SOCKETS, or missing CAP_NET_RAW): %w", err)
@@ -96,7 +102,12 @@ func openSocket(ifindex, queue int, cfg Config, tx bool) (_ *socket, err error) 
 			s.close()
 		}
 	}()
-	size := cfg.Frames * cfg.FrameSize
+	rxFrames, txFrames := cfg.Frames, cfg.TXFrames
+	if sender {
+		rxFrames, txFrames = 0, cfg.Frames
+	}
+	s.txBase, s.txFrames = uint64(rxFrames)*s.frameSize, txFrames
+	size := (rxFrames + txFrames) * cfg.FrameSize
 	s.umem, err = unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, fmt.Errorf("map %d bytes of UMEM: %w", size, err)
@@ -109,19 +120,28 @@ func openSocket(ifindex, queue int, cfg Config, tx bool) (_ *socket, err error) 
 	if err := setsockopt(fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
 		return nil, fmt.Errorf("register UMEM (XDP_UMEM_REG): %w", err)
 	}
-	fillN, compN, dataN, dataName, dataOpt := cfg.Frames, 64, cfg.RXRing, "RX", unix.XDP_RX_RING
-	if tx {
-		fillN, compN, dataName, dataOpt = 64, cfg.Frames, "TX", unix.XDP_TX_RING
+	type ringSpec struct {
+		name     string
+		opt      int
+		n        int
+		pgoff    int64
+		descSize uintptr
+		r        *ring
 	}
-	for _, o := range []struct {
-		name string
-		opt  int
-		n    int
-	}{
-		{"fill", unix.XDP_UMEM_FILL_RING, fillN},
-		{"completion", unix.XDP_UMEM_COMPLETION_RING, compN},
-		{dataName, dataOpt, dataN},
-	} {
+	desc := unsafe.Sizeof(unix.XDPDesc{})
+	// The kernel wants fill and completion rings whatever the socket
+	// does; a ring nobody uses gets the smallest size.
+	specs := []ringSpec{
+		{name: "fill", opt: unix.XDP_UMEM_FILL_RING, n: max(rxFrames, 64), pgoff: unix.XDP_UMEM_PGOFF_FILL_RING, descSize: 8, r: &s.fill},
+		{name: "completion", opt: unix.XDP_UMEM_COMPLETION_RING, n: max(txFrames, 64), pgoff: unix.XDP_UMEM_PGOFF_COMPLETION_RING, descSize: 8, r: &s.comp},
+	}
+	if !sender {
+		specs = append(specs, ringSpec{name: "RX", opt: unix.XDP_RX_RING, n: cfg.RXRing, pgoff: unix.XDP_PGOFF_RX_RING, descSize: desc, r: &s.rx})
+	}
+	if txFrames > 0 {
+		specs = append(specs, ringSpec{name: "TX", opt: unix.XDP_TX_RING, n: txFrames, pgoff: unix.XDP_PGOFF_TX_RING, descSize: desc, r: &s.tx})
+	}
+	for _, o := range specs {
 		if err := unix.SetsockoptInt(fd, unix.SOL_XDP, o.opt, o.n); err != nil {
 			return nil, fmt.Errorf("size the %s ring to %d: %w", o.name, o.n, err)
 		}
@@ -130,25 +150,26 @@ func openSocket(ifindex, queue int, cfg Config, tx bool) (_ *socket, err error) 
 	if err := getsockopt(fd, unix.XDP_MMAP_OFFSETS, unsafe.Pointer(&off), unsafe.Sizeof(off)); err != nil {
 		return nil, fmt.Errorf("read ring offsets (XDP_MMAP_OFFSETS): %w", err)
 	}
-	if s.fill, err = mapRing(fd, off.Fr, unix.XDP_UMEM_PGOFF_FILL_RING, uint32(fillN), 8); err != nil {
-		return nil, fmt.Errorf("map the fill ring: %w", err)
-	}
-	if s.comp, err = mapRing(fd, off.Cr, unix.XDP_UMEM_PGOFF_COMPLETION_RING, uint32(compN), 8); err != nil {
-		return nil, fmt.Errorf("map the completion ring: %w", err)
-	}
-	if tx {
-		if s.rx, err = mapRing(fd, off.Tx, unix.XDP_PGOFF_TX_RING, uint32(dataN), unsafe.Sizeof(unix.XDPDesc{})); err != nil {
-			return nil, fmt.Errorf("map the TX ring: %w", err)
+	for _, o := range specs {
+		ro := off.Fr
+		switch o.opt {
+		case unix.XDP_UMEM_COMPLETION_RING:
+			ro = off.Cr
+		case unix.XDP_RX_RING:
+			ro = off.Rx
+		case unix.XDP_TX_RING:
+			ro = off.Tx
 		}
-	} else {
-		if s.rx, err = mapRing(fd, off.Rx, unix.XDP_PGOFF_RX_RING, uint32(dataN), unsafe.Sizeof(unix.XDPDesc{})); err != nil {
-			return nil, fmt.Errorf("map the RX ring: %w", err)
+		if *o.r, err = mapRing(fd, ro, o.pgoff, uint32(o.n), o.descSize); err != nil {
+			return nil, fmt.Errorf("map the %s ring: %w", o.name, err)
 		}
-		// Give the kernel every frame before binding.
-		for i := range uint32(cfg.Frames) {
+	}
+	if !sender {
+		// Give the kernel every receive frame before binding.
+		for i := range uint32(rxFrames) {
 			*s.fill.addr(i) = uint64(i) * s.frameSize
 		}
-		atomic.StoreUint32(s.fill.producer, uint32(cfg.Frames))
+		atomic.StoreUint32(s.fill.producer, uint32(rxFrames))
 	}
 
 	flags := uint16(unix.XDP_USE_NEED_WAKEUP)
@@ -195,6 +216,7 @@ func (s *socket) stats() (unix.XDPStatistics, error) {
 }
 
 func (s *socket) close() {
+	s.tx.unmap()
 	s.rx.unmap()
 	s.comp.unmap()
 	s.fill.unmap()

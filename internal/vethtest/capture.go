@@ -1,0 +1,99 @@
+//go:build linux
+
+package vethtest
+
+import (
+	"encoding/binary"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Capture records the frames Peer receives, as a packet capture on the
+// wire would: what the other end really sent, headers included.
+type Capture struct {
+	fd     int
+	mu     sync.Mutex
+	frames [][]byte
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// CapturePeer starts recording every IPv4 frame that arrives at Peer (an
+// AF_PACKET socket in NS); Stop ends it. The test fails if the socket
+// cannot be opened.
+func (p *Pair) CapturePeer(t testing.TB) *Capture {
+	t.Helper()
+	const ethPIP = 0x0800
+	proto := int(htons(ethPIP))
+	c := &Capture{fd: -1, done: make(chan struct{})}
+	var err error
+	p.InNS(t, func() {
+		c.fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, proto)
+		if err != nil {
+			return
+		}
+		err = unix.Bind(c.fd, &unix.SockaddrLinklayer{Protocol: htons(ethPIP), Ifindex: p.PeerIndex})
+	})
+	if err == nil {
+		tv := unix.NsecToTimeval((20 * time.Millisecond).Nanoseconds())
+		err = unix.SetsockoptTimeval(c.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	}
+	if err != nil {
+		if c.fd >= 0 {
+			unix.Close(c.fd)
+		}
+		t.Fatalf("capture on %s: %v", p.Peer, err)
+	}
+	c.wg.Add(1)
+	go c.read()
+	t.Cleanup(func() { c.Stop() })
+	return c
+}
+
+func (c *Capture) read() {
+	defer c.wg.Done()
+	buf := make([]byte, 1<<16)
+	for {
+		select {
+		case <-c.done:
+			return
+		default:
+		}
+		n, from, err := unix.Recvfrom(c.fd, buf, 0)
+		if err != nil {
+			continue // the receive timeout: look at done again
+		}
+		if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
+			continue // Peer's own frames
+		}
+		c.mu.Lock()
+		c.frames = append(c.frames, append([]byte(nil), buf[:n]...))
+		c.mu.Unlock()
+	}
+}
+
+// Stop ends the capture and returns every frame recorded, Ethernet header
+// first. Later calls return the same frames.
+func (c *Capture) Stop() [][]byte {
+	select {
+	case <-c.done:
+	default:
+		close(c.done)
+		c.wg.Wait()
+		unix.Close(c.fd)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.frames
+}
+
+// htons puts v in network byte order, as the AF_PACKET protocol fields
+// want it.
+func htons(v uint16) uint16 {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], v)
+	return binary.NativeEndian.Uint16(b[:])
+}
