@@ -14,6 +14,8 @@ import (
 // Capture records the frames Peer receives, as a packet capture on the
 // wire would: what the other end really sent, headers included.
 type Capture struct {
+	t      testing.TB
+	iface  string
 	fd     int
 	mu     sync.Mutex
 	frames [][]byte
@@ -28,7 +30,7 @@ func (p *Pair) CapturePeer(t testing.TB) *Capture {
 	t.Helper()
 	const ethPIP = 0x0800
 	proto := int(htons(ethPIP))
-	c := &Capture{fd: -1, done: make(chan struct{})}
+	c := &Capture{t: t, iface: p.Peer, fd: -1, done: make(chan struct{})}
 	var err error
 	p.InNS(t, func() {
 		c.fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, proto)
@@ -40,6 +42,11 @@ func (p *Pair) CapturePeer(t testing.TB) *Capture {
 	if err == nil {
 		tv := unix.NsecToTimeval((20 * time.Millisecond).Nanoseconds())
 		err = unix.SetsockoptTimeval(c.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	}
+	if err == nil {
+		// Room for bursts while the test's machine is busy: tests run as
+		// root, which may exceed rmem_max.
+		err = unix.SetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20)
 	}
 	if err != nil {
 		if c.fd >= 0 {
@@ -57,14 +64,16 @@ func (c *Capture) read() {
 	defer c.wg.Done()
 	buf := make([]byte, 1<<16)
 	for {
-		select {
-		case <-c.done:
-			return
-		default:
-		}
 		n, from, err := unix.Recvfrom(c.fd, buf, 0)
 		if err != nil {
-			continue // the receive timeout: look at done again
+			// The receive timeout: nothing queued. Once stopped, the
+			// queue is drained.
+			select {
+			case <-c.done:
+				return
+			default:
+				continue
+			}
 		}
 		if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
 			continue // Peer's own frames
@@ -75,14 +84,18 @@ func (c *Capture) read() {
 	}
 }
 
-// Stop ends the capture and returns every frame recorded, Ethernet header
-// first. Later calls return the same frames.
+// Stop ends the capture, once every frame that had arrived is read, and
+// returns them all, Ethernet header first; frames the kernel dropped for
+// want of buffer space fail the test. Later calls return the same frames.
 func (c *Capture) Stop() [][]byte {
 	select {
 	case <-c.done:
 	default:
 		close(c.done)
 		c.wg.Wait()
+		if st, err := unix.GetsockoptTpacketStats(c.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil && st.Drops > 0 {
+			c.t.Errorf("capture on %s: the kernel dropped %d frames: the capture is incomplete", c.iface, st.Drops)
+		}
 		unix.Close(c.fd)
 	}
 	c.mu.Lock()
