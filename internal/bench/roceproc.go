@@ -18,7 +18,6 @@ import (
 	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
-	"github.com/dta-go/dta/internal/transport/xdp"
 	"github.com/dta-go/dta/wire/roce"
 )
 
@@ -63,7 +62,7 @@ const (
 
 // benchXDPTXFrames is the TX ring of ResponderXDP: collector.xdp.tx_frames'
 // default.
-const benchXDPTXFrames = 1024
+var benchXDPTXFrames = rdma.DefaultXDPConfig("").TXFrames
 
 // ResponderWait is how the responder's read loops wait for requests
 // (rdma.ResponderConfig.KernelWait and PollBeforeWait).
@@ -127,8 +126,8 @@ func ServeResponder(in io.Reader, out io.Writer) error {
 		rc.Addr = req.Addr
 	}
 	if req.XDP != "" {
-		xc := xdp.DefaultConfig()
-		xc.Interface, xc.TXFrames = req.XDP, req.XDPTXFrames
+		xc := rdma.DefaultXDPConfig(req.XDP) // as dta collector's
+		xc.TXFrames = req.XDPTXFrames
 		rc.XDP = &xc
 	}
 	rc.KernelWait, rc.PollBeforeWait = req.KernelWait, req.Poll

@@ -38,7 +38,7 @@ longer allows) without a restart (docs/OPERATIONS.md, "Security").
 --xdp IFACE (collector.transport: xdp) attaches an XDP program to IFACE that
 steers the frames sent to the responder's UDP port to AF_XDP sockets, one per
 receive queue, each read by a read loop of its own: requests skip the kernel's
-UDP receive path (across a veth on a 2-vCPU VM, 2.7-3.5 M Key-Write request
+UDP receive path (across a veth on a 2-vCPU VM, 2.7-4.0 M Key-Write request
 packets per CPU second against 0.6-0.9 M; docs/BENCHMARKS.md). Responses
 leave on the same sockets' TX rings, back to the MAC address a QP's requests
 come from (collector.xdp.tx_frames; 0 sends them through the UDP socket), and

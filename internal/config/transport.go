@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/transport/xdp"
 )
 
@@ -57,13 +58,9 @@ type XDPIngest struct {
 	CoalesceMax *time.Duration `yaml:"coalesce_max"`
 	// TXFrames (collector.xdp only) is the number of UMEM frames per queue
 	// for responses sent on the AF_XDP socket's TX ring; 0 sends them
-	// through the kernel's UDP socket; unset: DefaultXDPTXFrames.
+	// through the kernel's UDP socket; unset: rdma.DefaultXDPConfig's.
 	TXFrames *int `yaml:"tx_frames"`
 }
-
-// DefaultXDPTXFrames is collector.xdp.tx_frames when unset: the responder
-// sends its responses on the AF_XDP TX rings.
-const DefaultXDPTXFrames = 1024
 
 // XDPConfig returns the AF_XDP listener's Config, or nil when
 // translator.transport is not xdp.
@@ -72,7 +69,7 @@ func (f *File) XDPConfig() *xdp.Config {
 	if t.Transport != TransportXDP {
 		return nil
 	}
-	return t.XDP.config(t.BatchSize, 0)
+	return t.XDP.config(xdp.DefaultConfig(), t.BatchSize)
 }
 
 // XDPConfig returns the responder's AF_XDP Config, or nil when
@@ -81,14 +78,12 @@ func (c Collector) XDPConfig() *xdp.Config {
 	if c.Transport != TransportXDP {
 		return nil
 	}
-	return c.XDP.config(0, DefaultXDPTXFrames)
+	return c.XDP.config(rdma.DefaultXDPConfig(""), 0)
 }
 
-// config is x over xdp.DefaultConfig, with batch as BatchSize unless 0 and
-// tx as TXFrames unless x sets it.
-func (x XDPIngest) config(batch, tx int) *xdp.Config {
-	c := xdp.DefaultConfig()
-	c.TXFrames = tx
+// config is x over c (the defaults of its section), with batch as
+// BatchSize unless 0.
+func (x XDPIngest) config(c xdp.Config, batch int) *xdp.Config {
 	if x.TXFrames != nil {
 		c.TXFrames = *x.TXFrames
 	}

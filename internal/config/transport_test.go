@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/transport/xdp"
 )
 
@@ -61,12 +62,13 @@ func TestTransportSettings(t *testing.T) {
 		name string
 		own  []tcase
 		xdp  func(*File) *xdp.Config
-		tx   int // TXFrames by default
+		tx   int           // TXFrames by default
+		co   time.Duration // Coalesce by default
 	}{
 		{"translator", []tcase{
 			{"the collector's transport leaves the translator's alone", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n", "", false, -1},
 			{"tx_frames is a collector key", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n    tx_frames: 64\n", "translator.xdp.tx_frames", false, -1},
-		}, func(f *File) *xdp.Config { return f.IngestConfig().XDP }, 0},
+		}, func(f *File) *xdp.Config { return f.IngestConfig().XDP }, 0, 50 * time.Microsecond},
 		{"collector", []tcase{
 			{"port 0 cannot be steered", "collector:\n  rdma: 127.0.0.1:0\n  transport: xdp\n  xdp:\n    interface: eth0\n", "collector.rdma", false, -1},
 			{"port 0 is fine without xdp", "collector:\n  rdma: 127.0.0.1:0\n", "", false, -1},
@@ -80,7 +82,7 @@ func TestTransportSettings(t *testing.T) {
 				t.Errorf("the responder's config does not validate: %v", err)
 			}
 			return rc.XDP
-		}, DefaultXDPTXFrames},
+		}, rdma.DefaultXDPConfig("").TXFrames, 150 * time.Microsecond},
 	} {
 		for _, tc := range append(shared, sec.own...) {
 			t.Run(sec.name+"/"+tc.name, func(t *testing.T) {
@@ -105,8 +107,8 @@ func TestTransportSettings(t *testing.T) {
 				if tx < 0 {
 					tx = sec.tx
 				}
-				if tc.xdp && (x.Interface != "eth0" || x.FrameSize != 4096 || x.TXFrames != tx) {
-					t.Errorf("XDP config %+v, want interface eth0, frame size 4096, TXFrames %d", *x, tx)
+				if tc.xdp && (x.Interface != "eth0" || x.FrameSize != 4096 || x.TXFrames != tx || x.Coalesce != sec.co) {
+					t.Errorf("XDP config %+v, want interface eth0, frame size 4096, TXFrames %d, Coalesce %v", *x, tx, sec.co)
 				}
 			})
 		}
