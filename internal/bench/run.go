@@ -117,7 +117,7 @@ type RemoteResult struct {
 	// to this much of work done for the other.
 	SoftirqCPUPerMillion float64 `json:"machine_softirq_cpu_s_per_million_reports"`
 	// XDPPackets is the request packets the responder took through AF_XDP
-	// in the whole run (--responder-path xdp), 0 otherwise.
+	// in the whole run (--responder-path xdp or xdp-rx), 0 otherwise.
 	XDPPackets uint64 `json:"responder_xdp_packets,omitempty"`
 	// XDPTXFrames is the responses the responder sent on its AF_XDP TX
 	// rings in the whole run (--responder-path xdp), 0 otherwise.

@@ -50,7 +50,8 @@ type XDPIngest struct {
 	// instead).
 	Fallback string `yaml:"fallback"`
 	// Coalesce is how long a reader pauses after a batch shorter than
-	// batch_size, 0 to 1ms (0: it reads again at once); unset: 50µs.
+	// batch_size, 0 to 1ms (0: it reads again at once); unset: 50µs for
+	// the translator, 150µs for the collector (rdma.DefaultXDPConfig).
 	Coalesce *time.Duration `yaml:"coalesce"`
 	// CoalesceMax is how long that pause may grow while wake-ups keep
 	// finding full batches, coalesce to 10ms (0: a fixed pause); unset:

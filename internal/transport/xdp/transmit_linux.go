@@ -43,8 +43,8 @@ func (t *Transmitter) reclaim() {
 	cons, prod := atomic.LoadUint32(comp.consumer), atomic.LoadUint32(comp.producer)
 	for i := cons; i != prod; i++ {
 		a := *comp.addr(i)
-		// Only frames of the TX area, once each: a corrupt completion
-		// ring must not hand a receive frame to the caller.
+		// Only frames of the TX area, and never more than there are: a
+		// corrupt completion ring must not hand a receive frame out.
 		if a >= t.s.txBase && a < uint64(len(t.s.umem)) && len(t.free) < cap(t.free) {
 			t.free = append(t.free, a&^(t.s.frameSize-1))
 		}
