@@ -28,6 +28,21 @@ func newXDPVethQueues(t *testing.T, queues int) *vethtest.Pair {
 	return vethtest.New(t, vethtest.RangeRDMA, queues)
 }
 
+// forEachResponsePath runs test as a subtest for each way an AF_XDP
+// responder's responses leave: through the UDP socket (XDP.TXFrames 0) and
+// on the AF_XDP TX ring.
+func forEachResponsePath(t *testing.T, test func(t *testing.T, txFrames int)) {
+	for _, tc := range []struct {
+		name     string
+		txFrames int
+	}{
+		{"responses through the UDP socket", 0},
+		{"responses on the AF_XDP TX ring", 256},
+	} {
+		t.Run(tc.name, func(t *testing.T) { test(t, tc.txFrames) })
+	}
+}
+
 // TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth runs the responder
 // with its requests taken through AF_XDP on the host end of a veth pair
 // and a requester in the other namespace, its responses sent through the
@@ -39,15 +54,7 @@ func newXDPVethQueues(t *testing.T, queues int) *vethtest.Pair {
 // path MTU too large for a frame is refused, and closing the responder
 // detaches the program.
 func TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		txFrames int
-	}{
-		{"responses through the UDP socket", 0},
-		{"responses on the AF_XDP TX ring", 256},
-	} {
-		t.Run(tc.name, func(t *testing.T) { testResponderOnAFXDP(t, tc.txFrames) })
-	}
+	forEachResponsePath(t, testResponderOnAFXDP)
 }
 
 func testResponderOnAFXDP(t *testing.T, txFrames int) {
@@ -336,15 +343,7 @@ func TestAResponderOnAFXDPServesEveryQueueWithALoopOfItsOwn(t *testing.T) {
 // steady state neither the requester nor the AF_XDP read loop allocates.
 func TestTheAFXDPPathDoesNotAllocate(t *testing.T) {
 	skipAllocsUnderRace(t)
-	for _, tc := range []struct {
-		name     string
-		txFrames int
-	}{
-		{"responses through the UDP socket", 0},
-		{"responses on the AF_XDP TX ring", 256},
-	} {
-		t.Run(tc.name, func(t *testing.T) { testAFXDPAllocs(t, tc.txFrames) })
-	}
+	forEachResponsePath(t, testAFXDPAllocs)
 }
 
 func testAFXDPAllocs(t *testing.T, txFrames int) {
