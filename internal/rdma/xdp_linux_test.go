@@ -406,3 +406,69 @@ func testAFXDPAllocs(t *testing.T, txFrames int) {
 		t.Errorf("%d responses on the AF_XDP TX ring (TXFrames %d)", tx, txFrames)
 	}
 }
+
+// TestAnIPv6RequesterGetsItsResponsesOnTheAFXDPTXRing runs the responder
+// on AF_XDP both ways over IPv6: the ATOMIC ACKs leave on the TX ring as
+// IPv6 frames, whose UDP checksum the requester's kernel checks (IPv6 has no
+// checksum-less UDP) and whose ICRC the requester verifies. Every FETCH_ADD
+// counts once and every ATOMIC ACK comes back.
+func TestAnIPv6RequesterGetsItsResponsesOnTheAFXDPTXRing(t *testing.T) {
+	v := newXDPVeth(t)
+	// A prefix of this package's own: the xdp package's tests put theirs
+	// on veths in the same namespace at the same time.
+	host6, peer6 := netip.MustParseAddr("fd00:d7a:250::1"), netip.MustParseAddr("fd00:d7a:250::2")
+	vethtest.Run(t, "ip", "-6", "addr", "add", host6.String()+"/64", "dev", v.Host, "nodad")
+	vethtest.Run(t, "ip", "-n", v.NS, "-6", "addr", "add", peer6.String()+"/64", "dev", v.Peer, "nodad")
+	vethtest.Run(t, "ip", "-6", "neigh", "replace", peer6.String(), "lladdr", net.HardwareAddr(v.PeerMAC[:]).String(), "dev", v.Host, "nud", "permanent")
+	vethtest.Run(t, "ip", "-n", v.NS, "-6", "neigh", "replace", host6.String(), "lladdr", net.HardwareAddr(v.HostMAC[:]).String(), "dev", v.Peer, "nud", "permanent")
+	cfg := testResponderConfig("127.0.0.1")
+	cfg.ReadLoops = 1
+	cfg.Addr = netip.AddrPortFrom(host6, uint16(20000+os.Getpid()%20000)).String()
+	xc := xdp.DefaultConfig()
+	xc.Interface, xc.TXFrames = v.Host, 256
+	cfg.XDP = &xc
+	reg := newRegion(t, 1<<16)
+	var m MR
+	resp := startResponder(t, cfg, func(r *Responder) {
+		var err error
+		if m, err = r.RegisterMR("m", reg, AccessRemoteWrite|AccessRemoteAtomic); err != nil {
+			t.Fatal(err)
+		}
+	})
+	var q *Requester
+	var err error
+	v.InNS(t, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		q, err = Dial(ctx, testRequesterConfig(resp.LocalAddr()), testLogger(t))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	q.SetTargets([]Target{targetOf(m)})
+	const n = 200
+	var ops []memop.Op
+	for i := range n {
+		ops = append(ops, memop.Op{Kind: memop.FetchAdd, Offset: uint64(i%4) * 8, Delta: 1})
+	}
+	if err := q.Apply(ops); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, q)
+	for i := range 4 {
+		if c, _ := reg.Load64(uint64(i) * 8); c != n/4 {
+			t.Errorf("counter %d = %d, want %d", i, c, n/4)
+		}
+	}
+	qs, xs := q.Stats(), resp.XDP().Stats()
+	if a, bad := qs.AtomicACKs.Load(), qs.BadICRC.Load(); a != n || bad != 0 {
+		t.Errorf("the requester took %d ATOMIC ACKs and %d packets with a bad ICRC, want %d and 0", a, bad, n)
+	}
+	if sent, full := xs.TXFrames.Load(), xs.TXFull.Load(); sent < n || full != 0 {
+		t.Errorf("%d responses on the TX ring (%d refused), want at least the %d ATOMIC ACKs", sent, full, n)
+	}
+	if x, all := xs.Packets.Load(), resp.Stats().Packets.Load(); x != all {
+		t.Errorf("the AF_XDP reader handed on %d packets, the responder counted %d", x, all)
+	}
+}
