@@ -744,13 +744,17 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // drain waits until the collector has taken in what is left in its socket
-// buffers: its counters stop moving for 200 ms (at most 3 s). A remote sink
+// buffers: none is left (udp.Listener.Pending, Linux) and its counters stop
+// moving for 200 ms, at most 10 s. A reader may stand still with datagrams
+// queued, blocked on a remote sink's window while a starved responder
+// catches up, so a quiet counter alone does not mean drained. A remote sink
 // may still be executing ops: see drainSink.
 func drain(c collector) {
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	stored, dropped := c.counts()
 	still := time.Now()
-	for time.Now().Before(deadline) && time.Since(still) < 200*time.Millisecond {
+	lst := c.listener()
+	for time.Now().Before(deadline) && (time.Since(still) < 200*time.Millisecond || lst.Pending()) {
 		time.Sleep(20 * time.Millisecond)
 		s, d := c.counts()
 		if s != stored || d != dropped {

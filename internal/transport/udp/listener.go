@@ -254,6 +254,19 @@ func (l *Listener) Close() error {
 // It returns 0 where the kernel cannot report drops.
 func (l *Listener) KernelDrops() uint64 { return l.drops.read() }
 
+// Pending reports whether a datagram waits in one of the listener's socket
+// buffers, not read yet (Linux; elsewhere false). A caller stopping the
+// listener after its reports are all handled (a benchmark's drain) waits
+// while it is true.
+func (l *Listener) Pending() bool {
+	for _, r := range l.readers {
+		if queued(r.conn) {
+			return true
+		}
+	}
+	return false
+}
+
 // dropCounter follows the kernel's cumulative drop counter of each socket.
 type dropCounter struct {
 	mu     sync.Mutex

@@ -5,6 +5,7 @@ package udp
 import (
 	"bufio"
 	"bytes"
+	"net"
 	"os"
 	"strconv"
 	"syscall"
@@ -114,4 +115,23 @@ func readKernelDrops(drops map[uint64]uint64) bool {
 		f.Close()
 	}
 	return ok
+}
+
+// queued reports whether a datagram waits in c's receive buffer (SIOCINQ:
+// the size of the next one, which is 0 only for an empty datagram).
+func queued(c net.PacketConn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var n int
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.SIOCINQ) }); err != nil || ierr != nil {
+		return false
+	}
+	return n > 0
 }

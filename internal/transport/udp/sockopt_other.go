@@ -2,7 +2,10 @@
 
 package udp
 
-import "syscall"
+import (
+	"net"
+	"syscall"
+)
 
 // reusePort reports whether several sockets can share one address and have
 // the kernel spread datagrams over them. Outside Linux a listener binds one
@@ -27,3 +30,6 @@ func socketInode(syscall.Conn) (uint64, bool) { return 0, false }
 
 // readKernelDrops cannot read a drop counter outside Linux.
 func readKernelDrops(map[uint64]uint64) bool { return false }
+
+// queued cannot tell outside Linux.
+func queued(net.PacketConn) bool { return false }
