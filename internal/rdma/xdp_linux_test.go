@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dta-go/dta/internal/memop"
+	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/transport/xdp"
 	"github.com/dta-go/dta/internal/vethtest"
 	"github.com/dta-go/dta/wire/roce"
@@ -26,6 +27,45 @@ func newXDPVeth(t *testing.T) *vethtest.Pair { return newXDPVethQueues(t, 1) }
 // newXDPVethQueues is newXDPVeth with that many queues on each end.
 func newXDPVethQueues(t *testing.T, queues int) *vethtest.Pair {
 	return vethtest.New(t, vethtest.RangeRDMA, queues)
+}
+
+// xdpPort is the responder's UDP port in these tests: fixed (the XDP
+// program steers one port), different for concurrent test binaries.
+func xdpPort() uint16 { return uint16(20000 + os.Getpid()%20000) }
+
+// startXDPResponder starts a responder on addr (an address of v.Host) with
+// one UDP read loop and its requests taken through AF_XDP on v.Host, its
+// responses on the TX ring when txFrames is not 0. It serves one MR "m",
+// with access, over the 64 KiB region it returns.
+func startXDPResponder(t *testing.T, v *vethtest.Pair, addr netip.Addr, txFrames int, access Access) (*Responder, MR, *region.Region) {
+	t.Helper()
+	cfg := testResponderConfig("127.0.0.1")
+	cfg.ReadLoops = 1
+	cfg.Addr = netip.AddrPortFrom(addr, xdpPort()).String()
+	xc := xdp.DefaultConfig()
+	xc.Interface, xc.TXFrames = v.Host, txFrames
+	cfg.XDP = &xc
+	reg := newRegion(t, 1<<16)
+	var m MR
+	resp := startResponder(t, cfg, func(r *Responder) {
+		var err error
+		if m, err = r.RegisterMR("m", reg, access); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return resp, m, reg
+}
+
+// dialInNS dials with rc from v's namespace, as a translator on another
+// host would.
+func dialInNS(t *testing.T, v *vethtest.Pair, rc RequesterConfig) (q *Requester, err error) {
+	t.Helper()
+	v.InNS(t, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		q, err = Dial(ctx, rc, testLogger(t))
+	})
+	return q, err
 }
 
 // forEachResponsePath runs test as a subtest for each way an AF_XDP
@@ -59,7 +99,7 @@ func TestAResponderOnAFXDPExecutesRequestsThatCrossAVeth(t *testing.T) {
 
 func testResponderOnAFXDP(t *testing.T, txFrames int) {
 	v := newXDPVeth(t)
-	port := uint16(20000 + os.Getpid()%20000)
+	port := xdpPort()
 	cfg := testResponderConfig("127.0.0.1")
 	cfg.Addr = netip.AddrPortFrom(v.HostAddr, port).String()
 	xc := xdp.DefaultConfig()
@@ -94,27 +134,17 @@ func testResponderOnAFXDP(t *testing.T, txFrames int) {
 
 	// A path MTU whose packets would not fit a 2048-byte frame is refused
 	// at the handshake, not lost packet by packet.
-	v.InNS(t, func() {
-		rc := testRequesterConfig(resp.LocalAddr())
-		rc.MTU = 2048
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		var big *Requester
-		if big, err = Dial(ctx, rc, testLogger(t)); err == nil {
-			big.Close()
-		}
-	})
+	rc := testRequesterConfig(resp.LocalAddr())
+	rc.MTU = 2048
+	big, err := dialInNS(t, v, rc)
+	if err == nil {
+		big.Close()
+	}
 	if err == nil || !strings.Contains(err.Error(), "MTU") {
 		t.Fatalf("a connection asking for a 2048-byte MTU: %v, want a rejection naming the MTU", err)
 	}
-	var q *Requester
-	v.InNS(t, func() {
-		rc := testRequesterConfig(resp.LocalAddr())
-		rc.MTU = 1024 // a packet fits one 2048-byte UMEM frame
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		q, err = Dial(ctx, rc, testLogger(t))
-	})
+	rc.MTU = 1024 // a packet fits one 2048-byte UMEM frame
+	q, err := dialInNS(t, v, rc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,32 +310,13 @@ func TestTheLargestPathMTUOverAFXDPFitsAFrame(t *testing.T) {
 // packets arrive on, and every requester's writes land.
 func TestAResponderOnAFXDPServesEveryQueueWithALoopOfItsOwn(t *testing.T) {
 	v := newXDPVethQueues(t, 2)
-	cfg := testResponderConfig("127.0.0.1")
-	cfg.ReadLoops = 1
-	cfg.Addr = netip.AddrPortFrom(v.HostAddr, uint16(20000+os.Getpid()%20000)).String()
-	xc := xdp.DefaultConfig()
-	xc.Interface = v.Host
-	cfg.XDP = &xc
-	reg := newRegion(t, 1<<16)
-	var m MR
-	resp := startResponder(t, cfg, func(r *Responder) {
-		var err error
-		if m, err = r.RegisterMR("a", reg, AccessRemoteWrite); err != nil {
-			t.Fatal(err)
-		}
-	})
+	resp, m, reg := startXDPResponder(t, v, v.HostAddr, 0, AccessRemoteWrite)
 	if n := resp.ReadLoops(); n != 3 {
 		t.Fatalf("%d read loops, want the UDP socket's and one per queue (3)", n)
 	}
 	const requesters = 4
 	for i := range requesters {
-		var q *Requester
-		var err error
-		v.InNS(t, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			q, err = Dial(ctx, testRequesterConfig(resp.LocalAddr()), testLogger(t))
-		})
+		q, err := dialInNS(t, v, testRequesterConfig(resp.LocalAddr()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -348,30 +359,10 @@ func TestTheAFXDPPathDoesNotAllocate(t *testing.T) {
 
 func testAFXDPAllocs(t *testing.T, txFrames int) {
 	v := newXDPVeth(t)
-	cfg := testResponderConfig("127.0.0.1")
-	cfg.ReadLoops = 1
-	cfg.Addr = netip.AddrPortFrom(v.HostAddr, uint16(20000+os.Getpid()%20000)).String()
-	xc := xdp.DefaultConfig()
-	xc.Interface = v.Host
-	xc.TXFrames = txFrames
-	cfg.XDP = &xc
-	reg := newRegion(t, 1<<16)
-	var m MR
-	resp := startResponder(t, cfg, func(r *Responder) {
-		var err error
-		if m, err = r.RegisterMR("m", reg, AccessRemoteWrite|AccessRemoteAtomic); err != nil {
-			t.Fatal(err)
-		}
-	})
-	var q *Requester
-	var err error
-	v.InNS(t, func() {
-		rc := testRequesterConfig(resp.LocalAddr())
-		rc.Window = 64
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		q, err = Dial(ctx, rc, testLogger(t))
-	})
+	resp, m, _ := startXDPResponder(t, v, v.HostAddr, txFrames, AccessRemoteWrite|AccessRemoteAtomic)
+	rc := testRequesterConfig(resp.LocalAddr())
+	rc.Window = 64
+	q, err := dialInNS(t, v, rc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,27 +412,8 @@ func TestAnIPv6RequesterGetsItsResponsesOnTheAFXDPTXRing(t *testing.T) {
 	vethtest.Run(t, "ip", "-n", v.NS, "-6", "addr", "add", peer6.String()+"/64", "dev", v.Peer, "nodad")
 	vethtest.Run(t, "ip", "-6", "neigh", "replace", peer6.String(), "lladdr", net.HardwareAddr(v.PeerMAC[:]).String(), "dev", v.Host, "nud", "permanent")
 	vethtest.Run(t, "ip", "-n", v.NS, "-6", "neigh", "replace", host6.String(), "lladdr", net.HardwareAddr(v.HostMAC[:]).String(), "dev", v.Peer, "nud", "permanent")
-	cfg := testResponderConfig("127.0.0.1")
-	cfg.ReadLoops = 1
-	cfg.Addr = netip.AddrPortFrom(host6, uint16(20000+os.Getpid()%20000)).String()
-	xc := xdp.DefaultConfig()
-	xc.Interface, xc.TXFrames = v.Host, 256
-	cfg.XDP = &xc
-	reg := newRegion(t, 1<<16)
-	var m MR
-	resp := startResponder(t, cfg, func(r *Responder) {
-		var err error
-		if m, err = r.RegisterMR("m", reg, AccessRemoteWrite|AccessRemoteAtomic); err != nil {
-			t.Fatal(err)
-		}
-	})
-	var q *Requester
-	var err error
-	v.InNS(t, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		q, err = Dial(ctx, testRequesterConfig(resp.LocalAddr()), testLogger(t))
-	})
+	resp, m, reg := startXDPResponder(t, v, host6, 256, AccessRemoteWrite|AccessRemoteAtomic)
+	q, err := dialInNS(t, v, testRequesterConfig(resp.LocalAddr()))
 	if err != nil {
 		t.Fatal(err)
 	}
