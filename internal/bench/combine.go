@@ -63,6 +63,9 @@ type RemoteRow struct {
 	// ResponderPacketsPerCPUSecond is the request packets the responder
 	// takes in per second of its CPU.
 	ResponderPacketsPerCPUSecond Stat `json:"responder_packets_per_cpu_s"`
+	// ResponderWaitCPUPerMillion is the estimate of the responder's CPU
+	// spent waiting and waking (RemoteResult.ResponderWaitCPUPerMillion).
+	ResponderWaitCPUPerMillion Stat `json:"responder_wait_cpu_s_per_million_reports"`
 }
 
 // RatioRow is DTA / baseline for one primitive and mode: each run's ratio
@@ -146,6 +149,7 @@ func Combine(reps []*Report) *Combined {
 				ResponderOpsPerSec:           rf(func(r *RemoteResult) float64 { return r.ResponderOpsPerSec }),
 				OpsPerReport:                 rf(func(r *RemoteResult) float64 { return r.OpsPerReport }),
 				ResponderPacketsPerCPUSecond: rf(func(r *RemoteResult) float64 { return r.ResponderPacketsPerCPUSecond }),
+				ResponderWaitCPUPerMillion:   rf(func(r *RemoteResult) float64 { return r.ResponderWaitCPUPerMillion }),
 			}
 		}
 		c.Rows = append(c.Rows, Row{
@@ -267,8 +271,12 @@ func (c *Combined) WriteTable(w io.Writer) error {
 			continue
 		}
 		q := x.Remote
-		line := fmt.Sprintf("  %s %s responder: %s CPU s/M rep, %s M pkts/CPU s (goal >= %.0f)", x.Primitive, x.Mode,
-			rangeOf(q.ResponderCPUPerMillion, 1, "%.3f"), rangeOf(q.ResponderPacketsPerCPUSecond, 1e6, "%.2f"), goalPacketsPerCPUSecond/1e6)
+		waking := ""
+		if q.ResponderWaitCPUPerMillion.Max > 0 {
+			waking = fmt.Sprintf(" (of which waking up %s)", rangeOf(q.ResponderWaitCPUPerMillion, 1, "%.3f"))
+		}
+		line := fmt.Sprintf("  %s %s responder: %s CPU s/M rep%s, %s M pkts/CPU s (goal >= %.0f)", x.Primitive, x.Mode,
+			rangeOf(q.ResponderCPUPerMillion, 1, "%.3f"), waking, rangeOf(q.ResponderPacketsPerCPUSecond, 1e6, "%.2f"), goalPacketsPerCPUSecond/1e6)
 		if r, ok := ratios[x.Primitive+" "+x.Mode]; ok && r.ResponderOfBaseline != nil {
 			verdict := "met"
 			if r.ResponderOfBaseline.Median > goalOfBaseline {

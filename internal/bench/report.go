@@ -120,6 +120,13 @@ func responderSummary(results []Result, primitive, mode string) string {
 	q := dta.Remote
 	line := fmt.Sprintf("  %s %s responder: %.3f CPU s/M rep, %.2f M pkts/CPU s (goal >= %.0f), %.1f pkts per receive call",
 		primitive, mode, q.ResponderCPUPerMillion, q.ResponderPacketsPerCPUSecond/1e6, goalPacketsPerCPUSecond/1e6, q.ResponderPacketsPerRead)
+	if q.ResponderPacketsPerWait > 0 {
+		line += fmt.Sprintf(", %.1f pkts per wake-up", q.ResponderPacketsPerWait)
+		if q.ResponderWaitCost > 0 && q.ResponderCPUPerMillion > 0 {
+			line += fmt.Sprintf(" (%.1f µs of CPU each here: %.3f CPU s/M rep, %.0f%%)", q.ResponderWaitCost,
+				q.ResponderWaitCPUPerMillion, 100*q.ResponderWaitCPUPerMillion/q.ResponderCPUPerMillion)
+		}
+	}
 	if q.ResponderRSS > 0 {
 		line += fmt.Sprintf(", process RSS %.0f MiB", float64(q.ResponderRSS)/(1<<20))
 	}

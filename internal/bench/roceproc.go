@@ -76,13 +76,24 @@ type ResponderWait struct {
 type responderReply struct {
 	Addr  string `json:"addr,omitempty"`
 	Error string `json:"error,omitempty"`
+	// WaitCPUNanos is what one timed wait cost the process, measured
+	// before it served (timedWaitCPU).
+	WaitCPUNanos int64 `json:"wait_cpu_ns,omitempty"`
 }
+
+// The responder process measures what a timed wait costs it with
+// waitSamples sleeps of waitSample (about 0.1 s in all) before it serves.
+const (
+	waitSamples = 500
+	waitSample  = 100 * time.Microsecond
+)
 
 // responderCounters is the responder process's answer to a "stats" line.
 type responderCounters struct {
 	Writes, WriteBytes, Atomics uint64
 	Packets, Batches            uint64
 	CPUNanos                    int64  // getrusage(RUSAGE_SELF): every thread of the process
+	Waits                       uint64 // the process's voluntary context switches (processWaits)
 	RSS                         uint64 // the process's resident set (VmRSS), bytes: the stores and the responder
 	XDPPackets                  uint64 // requests taken through AF_XDP (rdma.Responder.XDP)
 	XDPTXFrames                 uint64 // responses sent on its TX rings
@@ -147,7 +158,10 @@ func ServeResponder(in io.Reader, out io.Writer) error {
 		resp.Close()
 		return <-done
 	}
-	if err := enc.Encode(responderReply{Addr: resp.LocalAddr().String()}); err != nil {
+	// What a wake-up costs here, measured before the first request: the
+	// responder's CPU includes one per pause (waitSamples of waitSample).
+	wait := timedWaitCPU(waitSamples, waitSample)
+	if err := enc.Encode(responderReply{Addr: resp.LocalAddr().String(), WaitCPUNanos: int64(wait)}); err != nil {
 		stop()
 		return err
 	}
@@ -163,7 +177,7 @@ func ServeResponder(in io.Reader, out io.Writer) error {
 		}
 		c := responderCounters{
 			Writes: st.Writes.Load(), WriteBytes: st.WriteBytes.Load(), Atomics: st.Atomics.Load(),
-			Packets: st.Packets.Load(), Batches: st.Batches.Load(), CPUNanos: int64(processCPU()), RSS: rss(),
+			Packets: st.Packets.Load(), Batches: st.Batches.Load(), CPUNanos: int64(processCPU()), Waits: processWaits(), RSS: rss(),
 		}
 		if ln := resp.XDP(); ln != nil {
 			c.XDPPackets, c.XDPTXFrames = ln.Stats().Packets.Load(), ln.Stats().TXFrames.Load()
@@ -184,6 +198,8 @@ type roceProcSink struct {
 	out  *bufio.Reader
 	log  *stderrBuffer // the process's standard error
 	veth *benchVeth    // the namespace and veth pair the requests cross, or nil
+
+	waitCost time.Duration // CPU of one timed wait in the process (responderReply.WaitCPUNanos)
 
 	mu   sync.Mutex
 	last responderCounters
@@ -284,7 +300,8 @@ func RoCEProcessSinkOver(command []string, rc region.Config, w ResponderWait, pa
 	}
 }
 
-// start sends the request and reads the address the responder serves on.
+// start sends the request and reads the address the responder serves on
+// (and what a timed wait costs it: waitCost).
 func (s *roceProcSink) start(req responderRequest) (string, error) {
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -300,6 +317,7 @@ func (s *roceProcSink) start(req responderRequest) (string, error) {
 	if rep.Error != "" {
 		return "", fmt.Errorf("responder process: %s", rep.Error)
 	}
+	s.waitCost = time.Duration(max(rep.WaitCPUNanos, 0))
 	return rep.Addr, nil
 }
 
@@ -387,6 +405,7 @@ func (s *roceProcSink) Stats() SinkStats {
 	st.AppliedBytes = c.WriteBytes + 8*c.Atomics
 	st.RemoteCPU = time.Duration(c.CPUNanos)
 	st.RemotePackets, st.RemoteReads = c.Packets, c.Batches
+	st.RemoteWaits, st.RemoteWaitCost = c.Waits, s.waitCost
 	st.RemoteProcess, st.RemoteRSS, st.RemoteXDPPackets, st.RemoteXDPTXFrames = true, c.RSS, c.XDPPackets, c.XDPTXFrames
 	return st
 }

@@ -105,6 +105,20 @@ type RemoteResult struct {
 	// receive call that returned some, in the window: low when it waits for
 	// the translator and each wake-up finds a few.
 	ResponderPacketsPerRead float64 `json:"responder_packets_per_read"`
+	// ResponderWaitsPerMillion is the times a thread of a responder process
+	// waited and was woken (voluntary context switches: the read loops'
+	// pauses and polls, the Go runtime's own) per million reports accepted,
+	// in the window; ResponderPacketsPerWait the request packets per such
+	// wake-up. ResponderWaitCost is what one timed wait cost that process
+	// (µs of CPU, measured as it started) and ResponderWaitCPUPerMillion
+	// their product: an estimate of the CPU s per million reports the
+	// responder spent going to sleep and waking up, the part of its CPU that
+	// the machine's timer sets rather than the requests (0 for a responder
+	// thread or where unknown).
+	ResponderWaitsPerMillion   float64 `json:"responder_waits_per_million_reports,omitempty"`
+	ResponderPacketsPerWait    float64 `json:"responder_packets_per_wait,omitempty"`
+	ResponderWaitCost          float64 `json:"responder_wait_cpu_us,omitempty"`
+	ResponderWaitCPUPerMillion float64 `json:"responder_wait_cpu_s_per_million_reports,omitempty"`
 	// ResponderRSS is the resident memory of a responder process at the
 	// window's end, its copy of the stores included (0 for a thread: its
 	// memory is this process's).
@@ -718,11 +732,20 @@ func remoteResult(s0, s1 snapshot, final SinkStats, cpu time.Duration, stWin, st
 	if resp > 0 {
 		r.ResponderPacketsPerCPUSecond = float64(d1.Packets-d0.Packets) / resp.Seconds()
 	}
+	waits := d1.RemoteWaits - d0.RemoteWaits
+	if waits > 0 && d1.RemoteWaits >= d0.RemoteWaits {
+		r.ResponderPacketsPerWait = float64(d1.RemotePackets-d0.RemotePackets) / float64(waits)
+		r.ResponderWaitCost = d1.RemoteWaitCost.Seconds() * 1e6
+	}
 	if stWin > 0 {
 		m := float64(stWin) / 1e6
 		r.ResponderCPUPerMillion = r.ResponderCPUSeconds / m
 		r.TranslatorCPUPerMillion = r.TranslatorCPUSeconds / m
 		r.SoftirqCPUPerMillion = (s1.softirq - s0.softirq).Seconds() / m
+		if waits > 0 && d1.RemoteWaits >= d0.RemoteWaits {
+			r.ResponderWaitsPerMillion = float64(waits) / m
+			r.ResponderWaitCPUPerMillion = float64(waits) * d1.RemoteWaitCost.Seconds() / m
+		}
 	}
 	if stored > 0 {
 		r.OpsPerReport = float64(final.Ops) / float64(stored)

@@ -6,9 +6,11 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -204,7 +206,7 @@ func TestCombinePrintsTheRespondersLineWithRanges(t *testing.T) {
 		return &Report{
 			Results: []Result{
 				{Primitive: "keywrite", Mode: "single/recvmmsg", Collector: DTA, Sink: "roce",
-					Remote: &RemoteResult{ResponderCPUPerMillion: resp, ResponderPacketsPerCPUSecond: pkts}},
+					Remote: &RemoteResult{ResponderCPUPerMillion: resp, ResponderPacketsPerCPUSecond: pkts, ResponderWaitCPUPerMillion: resp / 4}},
 				{Primitive: "keywrite", Mode: "single/recvmmsg", Collector: Baseline, CPUPerMillion: base},
 			},
 			Ratios: []Ratio{{Primitive: "keywrite", Mode: "single/recvmmsg", Accepted: 1, PerCore: 1, ResponderOfBaseline: resp / base}},
@@ -215,7 +217,7 @@ func TestCombinePrintsTheRespondersLineWithRanges(t *testing.T) {
 	if err := c.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	want := "keywrite single/recvmmsg responder: 0.300 (0.200..0.500) CPU s/M rep, 4.00 (3.00..5.00) M pkts/CPU s (goal >= 1); responder/baseline 0.30x (0.20x..0.50x) (goal <= 0.33x: met by the median)"
+	want := "keywrite single/recvmmsg responder: 0.300 (0.200..0.500) CPU s/M rep (of which waking up 0.075 (0.050..0.125)), 4.00 (3.00..5.00) M pkts/CPU s (goal >= 1); responder/baseline 0.30x (0.20x..0.50x) (goal <= 0.33x: met by the median)"
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("table lacks\n%s\n%s", want, b.String())
 	}
@@ -441,6 +443,16 @@ func TestRunOverRoCEWithTheResponderInAProcessOfItsOwn(t *testing.T) {
 			}
 			if rr.ResponderPacketsPerRead < 1 || rr.ResponderPacketsPerCPUSecond <= 0 {
 				t.Errorf("%.2f packets per receive call, %.0f per CPU second", rr.ResponderPacketsPerRead, rr.ResponderPacketsPerCPUSecond)
+			}
+			// Its read loops waited between batches: each wake-up took
+			// in packets, and costs what a timed wait costs here.
+			if rr.ResponderWaitsPerMillion <= 0 || rr.ResponderPacketsPerWait <= 0 {
+				t.Errorf("%.0f wake-ups per M reports, %.2f packets per wake-up", rr.ResponderWaitsPerMillion, rr.ResponderPacketsPerWait)
+			}
+			if runtime.GOOS == "linux" {
+				if want := rr.ResponderWaitsPerMillion * rr.ResponderWaitCost / 1e6; rr.ResponderWaitCost <= 0 || math.Abs(rr.ResponderWaitCPUPerMillion-want) > 1e-9*want {
+					t.Errorf("a wait costs %.2f µs of CPU, %.4f CPU s/M rep for %.0f wake-ups/M rep", rr.ResponderWaitCost, rr.ResponderWaitCPUPerMillion, rr.ResponderWaitsPerMillion)
+				}
 			}
 			// The stores are resident in the responder process, not here.
 			if r.RegionBytes != 0 || rr.ResponderRSS < cfg.Memory {

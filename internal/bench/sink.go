@@ -38,6 +38,13 @@ type SinkStats struct {
 	// RemotePackets and RemoteReads are the packets the remote side took in
 	// and the receive calls that returned them (RoCE: the responder's).
 	RemotePackets, RemoteReads uint64
+	// RemoteWaits counts the times a thread of a remote side that is a
+	// process of its own (RemoteProcess) waited and was woken (voluntary
+	// context switches; RoCE: mostly the read loops' pauses).
+	RemoteWaits uint64
+	// RemoteWaitCost is what one timed wait costs that process in CPU,
+	// measured once as it started (0 if unknown).
+	RemoteWaitCost time.Duration
 	// RemoteRSS is the resident memory of a remote side that is a process
 	// of its own (RemoteProcess), bytes: its copy of the stores included.
 	RemoteRSS uint64

@@ -125,7 +125,12 @@ gives the responder's CPU per report against the baseline collector's (the
 collector's CPU a real RDMA NIC would take to zero; goal at most 1/3) and
 the request packets the responder takes in per CPU second (goal at least
 1 M), all from the same run, and the machine's softirq time per report (the
-kernel's receive path, charged to whichever process sends). Nothing limits the rate: the translator sends
+kernel's receive path, charged to whichever process sends). With a responder
+process the line also gives the request packets per wake-up (the process's
+voluntary context switches: its read loops' pauses and polls) and what the
+wake-ups cost: what one timed wait costs the process, measured as it starts,
+times their number (an estimate; in a VM a wake-up costs ten times what it
+does on bare metal). Nothing limits the rate: the translator sends
 as fast as the responder's ACKs let it.
 
 --transport xdp measures the AF_XDP ingest instead (Linux, root): it creates a

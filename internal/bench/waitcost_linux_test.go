@@ -1,0 +1,77 @@
+package bench
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestATimedWaitCostsSomeCPUButLessThanItsLength(t *testing.T) {
+	// 50 sleeps of 2 ms: each gives up the CPU for its length, so what it
+	// costs is the entry, the timer and the wake-up, not the 2 ms. (The Go
+	// runtime's preemption signal may cut a sleep short: half of them is
+	// the floor.)
+	start := time.Now()
+	c := timedWaitCPU(50, 2*time.Millisecond)
+	if wall := time.Since(start); wall < 50*time.Millisecond {
+		t.Fatalf("50 waits of 2ms took %v: they did not sleep", wall)
+	}
+	if c <= 0 || c >= time.Millisecond {
+		t.Errorf("a 2ms wait cost %v of CPU, want more than 0 and well under the wait", c)
+	}
+	if timedWaitCPU(0, time.Millisecond) != 0 {
+		t.Error("no waits, yet a cost")
+	}
+}
+
+// BenchmarkWaitEndedByATimer reports what a 100 µs nanosleep costs the
+// sleeping thread in CPU (cpu-µs/wait): the price of each of the responder's
+// AF_XDP pauses, which `dta bench --sink roce` measures the same way
+// (timedWaitCPU) and prints per run.
+func BenchmarkWaitEndedByATimer(b *testing.B) {
+	c := timedWaitCPU(b.N, 100*time.Microsecond)
+	b.ReportMetric(c.Seconds()*1e6, "cpu-µs/wait")
+}
+
+// BenchmarkWaitEndedByAnotherThread reports the same for a wait that another
+// thread ends (an eventfd written every 100 µs by a thread that spins, as a
+// packet's arrival would end a poll): the part of a timed wait's cost that
+// is the timer's is the difference.
+func BenchmarkWaitEndedByAnotherThread(b *testing.B) {
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		b.Skip(err)
+	}
+	defer unix.Close(efd)
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+		next := time.Now()
+		for !stop.Load() {
+			for time.Now().Before(next) {
+			}
+			next = next.Add(100 * time.Microsecond)
+			unix.Write(efd, one)
+		}
+	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := unix.Gettid()
+	var buf [8]byte
+	c0 := threadCPU(tid)
+	for range b.N {
+		if _, err := unix.Read(efd, buf[:]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c := threadCPU(tid) - c0
+	stop.Store(true)
+	<-done
+	b.ReportMetric(c.Seconds()*1e6/float64(b.N), "cpu-µs/wait")
+}
