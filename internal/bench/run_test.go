@@ -551,3 +551,27 @@ func TestTheCollectorsCPUHoldsAResponderProcessButNotAResponderThreadTwice(t *te
 		t.Errorf("responder thread: %v, want the process minus the senders (the thread is in it)", got)
 	}
 }
+
+func TestAUserWithoutRootIsToldWhyOnceAndByFlag(t *testing.T) {
+	old := geteuid
+	geteuid = func() int { return 1000 }
+	defer func() { geteuid = old }()
+	cfg := smallConfig(dta.KeyWrite)
+	cfg.Baseline, cfg.Ceiling = false, false
+	cfg.SinkName = "roce/xdp"
+	cfg.NewSink, cfg.SinkOwnsStores = RoCEProcessSinkOver([]string{os.Args[0]}, cfg.Region, ResponderWait{}, ResponderXDP), true
+	_, err := Run(context.Background(), cfg)
+	_, xerr := RunXDP(context.Background(), smallConfig(dta.KeyWrite))
+	for _, c := range []struct {
+		err  error
+		flag string
+	}{{err, "--responder-path xdp needs root"}, {xerr, "--transport xdp needs root"}} {
+		if c.err == nil {
+			t.Fatalf("no error, want %q", c.flag)
+		}
+		msg := c.err.Error()
+		if !strings.HasPrefix(msg, "bench: ") || strings.Count(msg, "bench:") != 1 || !strings.Contains(msg, c.flag) {
+			t.Errorf("error %q: want one \"bench: \" prefix and %q", msg, c.flag)
+		}
+	}
+}

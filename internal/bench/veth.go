@@ -11,14 +11,19 @@ import (
 	"time"
 )
 
+// geteuid is os.Geteuid; tests replace it to see the error a user without
+// root gets.
+var geteuid = os.Geteuid
+
 // vethPrerequisites says why what (a flag) cannot create a namespace and a
-// veth pair here, or returns nil.
+// veth pair here, or returns nil. Like newBenchVeth's, its errors do not
+// name the package: the callers' wrapping does.
 func vethPrerequisites(what string) error {
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("bench: %s needs root: it creates a network namespace and a veth pair and may attach an XDP program (run it with sudo)", what)
+	if geteuid() != 0 {
+		return fmt.Errorf("%s needs root: it creates a network namespace and a veth pair and may attach an XDP program (run it with sudo)", what)
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		return fmt.Errorf("bench: %s needs the ip command (iproute2)", what)
+		return fmt.Errorf("%s needs the ip command (iproute2)", what)
 	}
 	return nil
 }
@@ -53,13 +58,13 @@ func newBenchVeth(queues int) (*benchVeth, error) {
 	for _, s := range steps {
 		if out, err := exec.Command("ip", s...).CombinedOutput(); err != nil {
 			v.remove()
-			return nil, fmt.Errorf("bench: ip %s: %v: %s", strings.Join(s, " "), err, strings.TrimSpace(string(out)))
+			return nil, fmt.Errorf("ip %s: %v: %s", strings.Join(s, " "), err, strings.TrimSpace(string(out)))
 		}
 	}
 	ifc, err := net.InterfaceByName(v.host)
 	if err != nil {
 		v.remove()
-		return nil, fmt.Errorf("bench: %w", err)
+		return nil, err
 	}
 	copy(v.hostMAC[:], ifc.HardwareAddr)
 	return v, nil

@@ -141,11 +141,11 @@ func RunXDPQueues(ctx context.Context, cfg Config, queues int) (*XDPReport, erro
 		return nil, err
 	}
 	if err := vethPrerequisites("--transport xdp"); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	v, err := newBenchVeth(queues)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer v.remove()
 	d, err := Descriptor(dta.KeyWrite, cfg.Memory, cfg.Hash)
