@@ -41,39 +41,26 @@ func BenchmarkWaitEndedByATimer(b *testing.B) {
 // packet's arrival would end a poll): the part of a timed wait's cost that
 // is the timer's is the difference.
 func BenchmarkWaitEndedByAnotherThread(b *testing.B) {
-	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
-	if err != nil {
-		b.Skip(err)
+	next := time.Now()
+	writeEvery100µs := func(efd int) {
+		for time.Now().Before(next) {
+		}
+		next = next.Add(100 * time.Microsecond)
+		unix.Write(efd, eventOne[:])
 	}
-	defer unix.Close(efd)
-	var stop atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	withEventfd(b, 0, writeEvery100µs, func(efd int) {
 		runtime.LockOSThread()
-		one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
-		next := time.Now()
-		for !stop.Load() {
-			for time.Now().Before(next) {
+		defer runtime.UnlockOSThread()
+		tid := unix.Gettid()
+		var buf [8]byte
+		c0 := threadCPU(tid)
+		for range b.N {
+			if _, err := unix.Read(efd, buf[:]); err != nil {
+				b.Fatal(err)
 			}
-			next = next.Add(100 * time.Microsecond)
-			unix.Write(efd, one)
 		}
-	}()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	tid := unix.Gettid()
-	var buf [8]byte
-	c0 := threadCPU(tid)
-	for range b.N {
-		if _, err := unix.Read(efd, buf[:]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	c := threadCPU(tid) - c0
-	stop.Store(true)
-	<-done
-	b.ReportMetric(c.Seconds()*1e6/float64(b.N), "cpu-µs/wait")
+		b.ReportMetric((threadCPU(tid)-c0).Seconds()*1e6/float64(b.N), "cpu-µs/wait")
+	})
 }
 
 // BenchmarkWakingAThread reports what ending another thread's wait costs
@@ -84,49 +71,57 @@ func BenchmarkWaitEndedByAnotherThread(b *testing.B) {
 // translator: the peer's receive path runs in the sender's system call.
 func BenchmarkWakingAThread(b *testing.B) {
 	for _, c := range []struct {
-		name    string
-		waiting bool
-	}{{"asleep", true}, {"awake", false}} {
+		name  string
+		flags int
+	}{{"asleep", 0}, {"awake", unix.EFD_NONBLOCK}} {
 		b.Run(c.name, func(b *testing.B) {
-			flags := unix.EFD_CLOEXEC
-			if !c.waiting {
-				flags |= unix.EFD_NONBLOCK
-			}
-			efd, err := unix.Eventfd(0, flags)
-			if err != nil {
-				b.Skip(err)
-			}
-			defer unix.Close(efd)
-			var stop atomic.Bool
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
+			var buf [8]byte
+			read := func(efd int) { unix.Read(efd, buf[:]) }
+			withEventfd(b, c.flags, read, func(efd int) {
 				runtime.LockOSThread()
-				var buf [8]byte
-				for !stop.Load() {
-					unix.Read(efd, buf[:])
+				defer runtime.UnlockOSThread()
+				time.Sleep(10 * time.Millisecond) // the reader is waiting (or spinning)
+				var in time.Duration
+				next := time.Now()
+				for range b.N {
+					for time.Now().Before(next) {
+					}
+					next = next.Add(100 * time.Microsecond) // time for the reader to wait again
+					t0 := time.Now()
+					if _, err := unix.Write(efd, eventOne[:]); err != nil {
+						b.Fatal(err)
+					}
+					in += time.Since(t0)
 				}
-			}()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			time.Sleep(10 * time.Millisecond) // the reader is waiting (or spinning)
-			one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
-			var in time.Duration
-			next := time.Now()
-			for range b.N {
-				for time.Now().Before(next) {
-				}
-				next = next.Add(100 * time.Microsecond) // time for the reader to wait again
-				t0 := time.Now()
-				if _, err := unix.Write(efd, one); err != nil {
-					b.Fatal(err)
-				}
-				in += time.Since(t0)
-			}
-			stop.Store(true)
-			unix.Write(efd, one)
-			<-done
-			b.ReportMetric(in.Seconds()*1e6/float64(b.N), "µs/wake")
+				b.ReportMetric(in.Seconds()*1e6/float64(b.N), "µs/wake")
+			})
 		})
 	}
+}
+
+// eventOne is the 8-byte count 1 an eventfd write adds.
+var eventOne = [8]byte{1}
+
+// withEventfd makes an eventfd (EFD_CLOEXEC|flags), runs loop(efd) over and
+// over on a thread of its own while f(efd) runs, then stops it (a last
+// write ends a read that waits).
+func withEventfd(b *testing.B, flags int, loop func(efd int), f func(efd int)) {
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|flags)
+	if err != nil {
+		b.Skip(err)
+	}
+	defer unix.Close(efd)
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		for !stop.Load() {
+			loop(efd)
+		}
+	}()
+	f(efd)
+	stop.Store(true)
+	unix.Write(efd, eventOne[:])
+	<-done
 }
