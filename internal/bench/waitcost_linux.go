@@ -11,9 +11,9 @@ import (
 // timedWaitCPU measures what one timed wait costs this machine: the CPU time
 // (the thread's, from schedstat) of n nanosleeps of d each, per sleep. It is
 // the price of the responder's AF_XDP pause (a raw nanosleep, as here) and
-// of any wait a timer ends: on bare metal a microsecond or two, in a VM
-// whose timer interrupts exit to the hypervisor ten times that. 0 if the
-// thread's CPU time cannot be read.
+// of any wait a timer ends: about 20 µs on the VM of docs/BENCHMARKS.md,
+// whose timer interrupts exit to the hypervisor. 0 if the thread's CPU time
+// cannot be read.
 func timedWaitCPU(n int, d time.Duration) time.Duration {
 	if n <= 0 {
 		return 0
