@@ -51,7 +51,8 @@ type ResponderConfig struct {
 	MaxQPs int
 	// ACKCoalesce: without AckReq the responder acknowledges at most every
 	// ACKCoalesce packets (1 = every packet; default 16). Packets with
-	// AckReq are always acknowledged, coalesced per receive batch.
+	// AckReq are always acknowledged, coalesced per receive batch (per
+	// wake-up of an AF_XDP read loop, at most 4 batches: XDP).
 	ACKCoalesce int
 	// AtomicDepth is the number of FETCH_ADD/COMPARE_SWAP results each QP
 	// keeps for replaying duplicates, advertised in the REP as responder

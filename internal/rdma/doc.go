@@ -73,8 +73,8 @@
 // response packets, also when the READ is refused with a remote access
 // error (the requester reserved those PSNs). ACKs are coalesced:
 // the responder acknowledges a packet with AckReq, or every ACKCoalesce
-// packets, with one ACK per QP per receive batch (recvmmsg) for the latest
-// PSN; ATOMIC ACKs go out for every atomic.
+// packets, with one ACK per QP per receive batch (recvmmsg; per wake-up on
+// AF_XDP, below) for the latest PSN; ATOMIC ACKs go out for every atomic.
 //
 // The requester assigns consecutive PSNs from the REP's starting PSN and
 // keeps every packet it sends, sealed, in a window of Window slots until
@@ -180,7 +180,10 @@
 // its first request) and what finds the ring full leaves through the first
 // UDP socket, as every response does without TXFrames. The frames carry
 // what the ICRC was sealed over (IPv4 ID 0 and DF). The path MTU is capped
-// so that a request fits a frame.
+// so that a request fits a frame. Such a loop coalesces its ACKs, and sends
+// its queued responses, over all the batches of one wake-up rather than per
+// batch: when its reader runs out of frames and is about to wait
+// (xdp.Idler), or after xdpFlushEvery (4) batches under unbroken load.
 //
 // # Not implemented
 //

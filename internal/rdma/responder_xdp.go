@@ -20,13 +20,24 @@ type xdpPacket struct {
 // xdpIngest feeds one AF_XDP reader's requests to its own read loop: the
 // reader calls HandleDatagram for each request of a batch, which only
 // notes it, then EndBatch, which runs the batch as a UDP read loop runs
-// one receive batch (prefetch, execute under the loop's lock, send the
-// responses, then what was deferred). It implements xdp.AddrHandler: the
-// destination address the ICRC covers comes from each frame.
+// one receive batch (prefetch, execute under the loop's lock, then what
+// was deferred), and Idle when its ring has run dry. The coalesced ACKs
+// and the responses queued on the TX ring go out at Idle, or after
+// xdpFlushEvery batches, whichever comes first: one kick and one ACK per
+// QP for all the batches of a wake-up rather than one per batch. It
+// implements xdp.AddrHandler (the destination address the ICRC covers
+// comes from each frame) and xdp.Idler.
 type xdpIngest struct {
 	l    *loop
 	pend []xdpPacket
+	held int // batches run since the responses were last flushed
 }
+
+// xdpFlushEvery bounds how many batches' responses wait for the reader to
+// idle: a reader that always finds a full ring still answers every 4
+// batches (256 requests with the default batch), well within any
+// requester's window and its retransmission timeout.
+const xdpFlushEvery = 4
 
 // HandlePacket is HandleDatagram for a datagram sent to the responder's own
 // address; readers call HandleDatagram.
@@ -76,14 +87,34 @@ func (h *xdpIngest) EndBatch() {
 		l.handle(p.b[:len(p.b):len(p.b)], p.from, p.dst)
 	}
 	l.link = nil
-	l.flushACKs()
-	l.flush()
+	if h.held++; h.held >= xdpFlushEvery {
+		h.flushLocked()
+	}
 	l.mu.Unlock()
 	if len(l.slow) > 0 {
 		l.runSlow()
 	}
 	clear(h.pend) // the frames go back to the kernel
 	h.pend = h.pend[:0]
+}
+
+// Idle sends what the batches since the last flush left: the reader has no
+// more requests for now and is about to wait.
+func (h *xdpIngest) Idle() {
+	if h.held == 0 {
+		return
+	}
+	h.l.mu.Lock()
+	h.flushLocked()
+	h.l.mu.Unlock()
+}
+
+// flushLocked sends the coalesced ACKs and the queued responses. Called
+// with the loop's lock held.
+func (h *xdpIngest) flushLocked() {
+	h.held = 0
+	h.l.flushACKs()
+	h.l.flush()
 }
 
 // xdpFrameOverhead is the most bytes a request's frame adds to its

@@ -27,6 +27,16 @@ type AddrHandler interface {
 	HandleDatagram(d *Datagram, r Replier)
 }
 
+// Idler is a Handler that is told when its reader has run out of frames
+// and is about to wait (pause or poll) after handing it datagrams: a
+// handler that defers work over several batches (the RDMA responder
+// coalesces its acknowledgements over a wake-up's batches) does it then.
+// Idle is called on the reader's goroutine, at most once per wait, and only
+// after a batch that gave the handler a datagram.
+type Idler interface {
+	Idle()
+}
+
 // Replier sends a reply datagram; the UDP path's.
 type Replier = udp.Replier
 

@@ -326,6 +326,8 @@ type reader struct {
 	hs     []Handler
 	ah     []AddrHandler // hs[i] as an AddrHandler, or nil
 	used   []bool        // hs[i] got a datagram in this batch
+	idlers []Idler       // hs[i] as an Idler, or nil
+	busy   []bool        // hs[i] got a datagram since its last Idle
 	batch  uint32
 	dgrams []Datagram
 	route  []int8   // per batch slot: index into hs, or -1
@@ -356,6 +358,7 @@ func newReader(id int, s *socket, routes []Route, l *Listener) *reader {
 		route:  make([]int8, n),
 		addrs:  make([]uint64, n),
 		used:   make([]bool, len(routes)),
+		busy:   make([]bool, len(routes)),
 		wait:   int(l.cfg.PollTimeout.Milliseconds()),
 		pause:  unix.NsecToTimespec(l.cfg.Coalesce.Nanoseconds()),
 		// A wake-up that finds more than a quarter of the RX ring
@@ -372,7 +375,8 @@ func newReader(id int, s *socket, routes []Route, l *Listener) *reader {
 		r.ports = append(r.ports, rt.Port)
 		h := rt.NewHandler(id)
 		ah, _ := h.(AddrHandler)
-		r.hs, r.ah = append(r.hs, h), append(r.ah, ah)
+		id, _ := h.(Idler)
+		r.hs, r.ah, r.idlers = append(r.hs, h), append(r.ah, ah), append(r.idlers, id)
 	}
 	r.pfd[0] = unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN}
 	return r
@@ -431,6 +435,7 @@ func (r *reader) run() error {
 		}
 		r.empty = 0
 		r.stats.EmptyPolls.Add(1)
+		r.idle()
 		if _, err := unix.Poll(r.pfd[:], r.wait); err != nil && err != unix.EINTR {
 			if r.closing() {
 				return nil
@@ -553,6 +558,7 @@ func (r *reader) receive() uint32 {
 		if u {
 			r.hs[j].EndBatch()
 			r.used[j] = false
+			r.busy[j] = true
 		}
 	}
 	r.refill(frames)
@@ -576,6 +582,19 @@ func (r *reader) refill(n uint32) {
 	}
 }
 
+// idle tells the handlers that got datagrams since they were last told
+// (Idler) that the reader is about to wait.
+func (r *reader) idle() {
+	for j, b := range r.busy {
+		if b {
+			r.busy[j] = false
+			if id := r.idlers[j]; id != nil {
+				id.Idle()
+			}
+		}
+	}
+}
+
 // yieldEvery bounds how long a reader keeps its P through raw pauses
 // before it lets the Go scheduler run other goroutines on it.
 const yieldEvery = time.Millisecond
@@ -590,6 +609,7 @@ const yieldEvery = time.Millisecond
 // ticker, replies) wait for a P at most about that long, as they would for
 // a busy reader, not the 10ms after which sysmon preempts a goroutine.
 func (r *reader) sleep() {
+	r.idle()
 	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&r.pause)), 0, 0)
 	if r.slept += r.pause.Nano(); r.slept >= int64(yieldEvery) {
 		r.slept = 0

@@ -258,3 +258,47 @@ func TestPausingReaderLetsOtherGoroutinesRun(t *testing.T) {
 	}
 	t.Logf("%d turns in 200ms", runs)
 }
+
+// idleRecorder is a recorder that counts the Idle calls it gets, noting how
+// many batches it had ended by each.
+type idleRecorder struct {
+	*recorder
+	idles   int
+	batchAt []int
+}
+
+func (r *idleRecorder) Idle() {
+	r.idles++
+	r.batchAt = append(r.batchAt, r.batch)
+}
+
+func TestAnIdlerIsToldOnceBeforeEachWaitThatFollowsItsDatagrams(t *testing.T) {
+	rec := &idleRecorder{recorder: newRecorder()}
+	f := newFakeReader(t, rec)
+	good := AppendFrame(nil, macA, macB, src4, dst4, []byte("good"))
+	otherPort := AppendFrame(nil, macA, macB, src4, netip.AddrPortFrom(dst4.Addr(), 9), []byte("other"))
+	f.deliver(good, good)
+	f.r.receive()
+	f.deliver(good)
+	f.r.receive()
+	if rec.idles != 0 {
+		t.Fatalf("%d Idle calls while the reader still had frames", rec.idles)
+	}
+	f.r.sleep() // the reader's pause: the ring has run dry
+	if rec.idles != 1 || rec.batchAt[0] != 2 {
+		t.Fatalf("%d Idle calls (after batches %v), want 1 after both batches", rec.idles, rec.batchAt)
+	}
+	f.r.sleep()
+	f.deliver(otherPort) // a frame for another port: nothing for this handler
+	f.r.receive()
+	f.r.idle() // as before a poll
+	if rec.idles != 1 {
+		t.Fatalf("%d Idle calls, want none for waits without a datagram of its own", rec.idles)
+	}
+	f.deliver(good)
+	f.r.receive()
+	f.r.idle()
+	if rec.idles != 2 || rec.batchAt[1] != 3 {
+		t.Errorf("%d Idle calls (after batches %v), want a second after the third batch", rec.idles, rec.batchAt)
+	}
+}
