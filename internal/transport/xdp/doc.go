@@ -22,7 +22,9 @@
 //
 // Handlers are the same as the UDP path's (udp.Handler), so the translator's
 // workers are fed identically; one that also needs each datagram's
-// destination address implements [AddrHandler]. Replies through the
+// destination address implements [AddrHandler], and one that defers work
+// over a wake-up's batches implements [Idler], told when the reader has run
+// out of frames and is about to wait. Replies through the
 // [Replier] leave through one ordinary UDP socket shared by the readers,
 // through the kernel's routing and neighbour tables. With Config.TXFrames
 // each socket also has a TX ring and frames of its own for it, and
