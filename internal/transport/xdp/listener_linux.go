@@ -375,8 +375,8 @@ func newReader(id int, s *socket, routes []Route, l *Listener) *reader {
 		r.ports = append(r.ports, rt.Port)
 		h := rt.NewHandler(id)
 		ah, _ := h.(AddrHandler)
-		id, _ := h.(Idler)
-		r.hs, r.ah, r.idlers = append(r.hs, h), append(r.ah, ah), append(r.idlers, id)
+		idler, _ := h.(Idler)
+		r.hs, r.ah, r.idlers = append(r.hs, h), append(r.ah, ah), append(r.idlers, idler)
 	}
 	r.pfd[0] = unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN}
 	return r
