@@ -54,8 +54,8 @@ type XDPIngest struct {
 	// the translator, 150µs for the collector (rdma.DefaultXDPConfig).
 	Coalesce *time.Duration `yaml:"coalesce"`
 	// CoalesceMax is how long that pause may grow while wake-ups keep
-	// finding full batches, coalesce to 10ms (0: a fixed pause); unset:
-	// 500µs.
+	// finding 8 frames or more, coalesce to 10ms (0: a fixed pause);
+	// unset: 500µs.
 	CoalesceMax *time.Duration `yaml:"coalesce_max"`
 	// TXFrames (collector.xdp only) is the number of UMEM frames per queue
 	// for responses sent on the AF_XDP socket's TX ring; 0 sends them

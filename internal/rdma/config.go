@@ -188,8 +188,10 @@ func DefaultResponderConfig() ResponderConfig {
 // batch instead of 50µs. The pause is what a wake-up is spread over: on a
 // 2-vCPU VM, with packets one by one over a veth, 150µs took 1.15 to 1.9
 // times the request packets per CPU second of 50µs, every primitive, at the
-// same accepted rates (docs/BENCHMARKS.md, seventh session). A QP's outstanding atomics (AtomicDepth, 128) are then at most
-// 128 per 150µs, 850 k/s, about what a responder executes per CPU second.
+// same accepted rates (docs/BENCHMARKS.md, seventh session). The pause
+// grows under load up to CoalesceMax (500µs); a QP's outstanding atomics
+// (AtomicDepth, 128) are then at most 128 per pause: 850 k/s at 150µs,
+// 256 k/s at 500µs, per QP.
 func DefaultXDPConfig(iface string) xdp.Config {
 	c := xdp.DefaultConfig()
 	c.Interface = iface

@@ -81,11 +81,11 @@ type Config struct {
 	// Coalesce more latency. 0 to 1ms, default 50µs; 0 reads again at once.
 	Coalesce time.Duration
 	// CoalesceMax is how long that pause may grow under load. A reader
-	// whose wake-ups each find at least BatchSize frames but less than a
-	// quarter of the RX ring doubles its pause, up to CoalesceMax; one that
-	// finds more than a quarter halves it (the ring keeps room for the rate
-	// to quadruple within a pause); one that finds less than BatchSize
-	// (light load) goes back to Coalesce. A wake-up costs the same however
+	// whose wake-ups each find at least 8 frames but at most an eighth of
+	// the RX ring doubles its pause, up to CoalesceMax; one that finds more
+	// than a quarter halves it (the ring keeps room for the rate to
+	// quadruple within a pause); one that finds fewer than 8 (light load)
+	// goes back to Coalesce. A wake-up costs the same however
 	// many frames it finds (several µs of CPU in a VM), so under load fewer
 	// and larger ones cut the CPU per frame, at the price of up to
 	// CoalesceMax more latency while the load lasts. Coalesce to 10ms,

@@ -452,8 +452,8 @@ const emptyPauses = 4
 
 // adapt sets the pause that follows a short batch from the frames taken
 // since the last one (Config.CoalesceMax): doubled while each wake-up finds
-// at least a batch but under a quarter of the RX ring, halved above that,
-// back to Config.Coalesce under light load.
+// at least lightLoad frames but at most half the target, halved above the
+// target, back to Config.Coalesce under light load.
 func (r *reader) adapt() {
 	got := r.got
 	r.got = 0
@@ -462,7 +462,7 @@ func (r *reader) adapt() {
 	}
 	p := r.pause.Nano()
 	switch {
-	case got < r.batch:
+	case got < lightLoad:
 		p = r.pauseMin
 	case got > r.target:
 		p = max(p/2, r.pauseMin)
@@ -471,6 +471,16 @@ func (r *reader) adapt() {
 	}
 	r.pause = unix.NsecToTimespec(p)
 }
+
+// lightLoad is the fewest frames since the last pause that let the pause
+// grow. Fewer mean under 53 k frames per second at a responder's 150µs
+// pause (160 k at the default 50µs), whose wake-ups then cost little CPU in
+// all and for which a short wait matters more. With more, each wake-up's
+// cost (about 20µs of CPU on the VM of docs/BENCHMARKS.md) outweighs the
+// frames' own work, and a sender at a steady rate brings more frames to a
+// longer pause. (It was BatchSize, 64: a responder taking Append's batched
+// writes at 50 to 59 k packets a second woke for 13 to 16 each.)
+const lightLoad = 8
 
 // receive handles up to one batch of RX descriptors and returns the frames
 // to the fill ring. It returns how many descriptors it took.

@@ -195,11 +195,18 @@ func TestThePauseGrowsUnderLoadAndShrinksWhenTheRingFills(t *testing.T) {
 			t.Fatalf("pause %d, want %d", p, want)
 		}
 	}
-	// Light load: straight back to the minimum.
+	// Light load, under lightLoad frames: straight back to the minimum.
 	after(300)
 	after(300)
-	if p := after(10); p != 50_000 {
-		t.Errorf("pause %d after a wake-up of 10 frames, want the minimum", p)
+	if p := after(lightLoad - 1); p != 50_000 {
+		t.Errorf("pause %d after a wake-up of %d frames, want the minimum", p, lightLoad-1)
+	}
+	// A steady sender under a batch per wake-up, as Append's batched
+	// writes are: the pause grows all the same.
+	for _, want := range []int64{100_000, 200_000} {
+		if p := after(lightLoad); p != want {
+			t.Fatalf("pause %d after a wake-up of %d frames, want %d", p, lightLoad, want)
+		}
 	}
 	// A fixed pause (CoalesceMax = Coalesce) never moves.
 	r = &reader{batch: 64, target: 1024, pauseMin: 50_000, pauseMax: 50_000, pause: unix.NsecToTimespec(50_000)}
