@@ -356,6 +356,7 @@ var onlyWhenConfigured = map[string]string{
 	"dta_xdp_tx_frames_total":                 "collector.transport: xdp (collector.xdp.tx_frames)",
 	"dta_xdp_tx_full_total":                   "collector.transport: xdp (collector.xdp.tx_frames)",
 	"dta_xdp_tx_errors_total":                 "collector.transport: xdp (collector.xdp.tx_frames)",
+	"dta_xdp_tx_kick_seconds_total":           "collector.transport: xdp (collector.xdp.tx_frames)",
 	"dta_xdp_kernel_rx_dropped_total":         "translator.transport: xdp",
 	"dta_xdp_kernel_rx_ring_full_total":       "translator.transport: xdp",
 	"dta_xdp_kernel_rx_fill_ring_empty_total": "translator.transport: xdp",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -66,6 +67,9 @@ type RemoteRow struct {
 	// ResponderWaitCPUPerMillion is the estimate of the responder's CPU
 	// spent waiting and waking (RemoteResult.ResponderWaitCPUPerMillion).
 	ResponderWaitCPUPerMillion Stat `json:"responder_wait_cpu_s_per_million_reports"`
+	// ResponderSendCPUPerMillion is the responder's time in the kicks of
+	// its AF_XDP TX rings (RemoteResult.ResponderSendCPUPerMillion).
+	ResponderSendCPUPerMillion Stat `json:"responder_send_cpu_s_per_million_reports"`
 }
 
 // RatioRow is DTA / baseline for one primitive and mode: each run's ratio
@@ -150,6 +154,7 @@ func Combine(reps []*Report) *Combined {
 				OpsPerReport:                 rf(func(r *RemoteResult) float64 { return r.OpsPerReport }),
 				ResponderPacketsPerCPUSecond: rf(func(r *RemoteResult) float64 { return r.ResponderPacketsPerCPUSecond }),
 				ResponderWaitCPUPerMillion:   rf(func(r *RemoteResult) float64 { return r.ResponderWaitCPUPerMillion }),
+				ResponderSendCPUPerMillion:   rf(func(r *RemoteResult) float64 { return r.ResponderSendCPUPerMillion }),
 			}
 		}
 		c.Rows = append(c.Rows, Row{
@@ -271,9 +276,16 @@ func (c *Combined) WriteTable(w io.Writer) error {
 			continue
 		}
 		q := x.Remote
-		waking := ""
+		var parts []string
 		if q.ResponderWaitCPUPerMillion.Max > 0 {
-			waking = fmt.Sprintf(" (of which waking up %s)", rangeOf(q.ResponderWaitCPUPerMillion, 1, "%.3f"))
+			parts = append(parts, "waking up "+rangeOf(q.ResponderWaitCPUPerMillion, 1, "%.3f"))
+		}
+		if q.ResponderSendCPUPerMillion.Max > 0 {
+			parts = append(parts, "sending on its TX rings "+rangeOf(q.ResponderSendCPUPerMillion, 1, "%.3f"))
+		}
+		waking := ""
+		if len(parts) > 0 {
+			waking = " (of which " + strings.Join(parts, ", ") + ")"
 		}
 		line := fmt.Sprintf("  %s %s responder: %s CPU s/M rep%s, %s M pkts/CPU s (goal >= %.0f)", x.Primitive, x.Mode,
 			rangeOf(q.ResponderCPUPerMillion, 1, "%.3f"), waking, rangeOf(q.ResponderPacketsPerCPUSecond, 1e6, "%.2f"), goalPacketsPerCPUSecond/1e6)

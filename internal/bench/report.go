@@ -127,6 +127,10 @@ func responderSummary(results []Result, primitive, mode string) string {
 				q.ResponderWaitCPUPerMillion, 100*q.ResponderWaitCPUPerMillion/q.ResponderCPUPerMillion)
 		}
 	}
+	if q.ResponderSendCPUPerMillion > 0 && q.ResponderCPUPerMillion > 0 {
+		line += fmt.Sprintf(", sending on its TX rings %.3f CPU s/M rep (%.0f%%)",
+			q.ResponderSendCPUPerMillion, 100*q.ResponderSendCPUPerMillion/q.ResponderCPUPerMillion)
+	}
 	if q.ResponderRSS > 0 {
 		line += fmt.Sprintf(", process RSS %.0f MiB", float64(q.ResponderRSS)/(1<<20))
 	}

@@ -97,6 +97,7 @@ type responderCounters struct {
 	RSS                         uint64 // the process's resident set (VmRSS), bytes: the stores and the responder
 	XDPPackets                  uint64 // requests taken through AF_XDP (rdma.Responder.XDP)
 	XDPTXFrames                 uint64 // responses sent on its TX rings
+	XDPTXKickNanos              uint64 // time spent in the kicks of those rings (xdp.Stats.TXKickNanos)
 }
 
 // ServeResponder is the responder process of RoCEProcessSink (`dta bench
@@ -180,7 +181,8 @@ func ServeResponder(in io.Reader, out io.Writer) error {
 			Packets: st.Packets.Load(), Batches: st.Batches.Load(), CPUNanos: int64(processCPU()), Waits: processWaits(), RSS: rss(),
 		}
 		if ln := resp.XDP(); ln != nil {
-			c.XDPPackets, c.XDPTXFrames = ln.Stats().Packets.Load(), ln.Stats().TXFrames.Load()
+			xs := ln.Stats()
+			c.XDPPackets, c.XDPTXFrames, c.XDPTXKickNanos = xs.Packets.Load(), xs.TXFrames.Load(), xs.TXKickNanos.Load()
 		}
 		if err := enc.Encode(c); err != nil {
 			stop()
@@ -407,6 +409,7 @@ func (s *roceProcSink) Stats() SinkStats {
 	st.RemotePackets, st.RemoteReads = c.Packets, c.Batches
 	st.RemoteWaits, st.RemoteWaitCost = c.Waits, s.waitCost
 	st.RemoteProcess, st.RemoteRSS, st.RemoteXDPPackets, st.RemoteXDPTXFrames = true, c.RSS, c.XDPPackets, c.XDPTXFrames
+	st.RemoteSendTime = time.Duration(c.XDPTXKickNanos)
 	return st
 }
 

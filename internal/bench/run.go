@@ -119,6 +119,14 @@ type RemoteResult struct {
 	ResponderPacketsPerWait    float64 `json:"responder_packets_per_wait,omitempty"`
 	ResponderWaitCost          float64 `json:"responder_wait_cpu_us,omitempty"`
 	ResponderWaitCPUPerMillion float64 `json:"responder_wait_cpu_s_per_million_reports,omitempty"`
+	// ResponderSendCPUPerMillion is the time the responder spent in the
+	// kicks of its AF_XDP TX rings (sendto: the kernel sending its
+	// responses; a kick does not block) per million reports accepted, in
+	// the window (0 when its responses take the UDP socket). Over a veth a
+	// kick also runs the requester's receive of those responses, in
+	// softirq on the responder's CPU: work a host across a wire would do
+	// on its own CPU.
+	ResponderSendCPUPerMillion float64 `json:"responder_send_cpu_s_per_million_reports,omitempty"`
 	// ResponderRSS is the resident memory of a responder process at the
 	// window's end, its copy of the stores included (0 for a thread: its
 	// memory is this process's).
@@ -745,6 +753,9 @@ func remoteResult(s0, s1 snapshot, final SinkStats, cpu time.Duration, stWin, st
 		if waits > 0 && d1.RemoteWaits >= d0.RemoteWaits {
 			r.ResponderWaitsPerMillion = float64(waits) / m
 			r.ResponderWaitCPUPerMillion = float64(waits) * d1.RemoteWaitCost.Seconds() / m
+		}
+		if send := d1.RemoteSendTime - d0.RemoteSendTime; send > 0 {
+			r.ResponderSendCPUPerMillion = send.Seconds() / m
 		}
 	}
 	if stored > 0 {

@@ -182,6 +182,9 @@ func TestCollectorWithXDPTakesATranslatorsRequestsFromAnotherNamespace(t *testin
 	if got := metric(t, base, "", "dta_xdp_tx_frames_total"); got < 1 {
 		t.Errorf("dta_xdp_tx_frames_total = %v, want the ACKs of the WRITEs\n%s", got, col.stderr)
 	}
+	if got := metric(t, base, "", "dta_xdp_tx_kick_seconds_total"); !(got > 0) {
+		t.Errorf("dta_xdp_tx_kick_seconds_total = %v, want the time of the kicks that sent them\n%s", got, col.stderr)
+	}
 	if got := metric(t, base, "", "dta_xdp_tx_full_total"); got != 0 {
 		t.Errorf("dta_xdp_tx_full_total = %v", got)
 	}
@@ -232,5 +235,9 @@ func TestBenchResponderPathFlag(t *testing.T) {
 	}
 	if !regexp.MustCompile(`keywrite single/recvmmsg responder: .* M pkts/CPU s .* machine softirq [0-9.]+ CPU s/M rep`).MatchString(out) {
 		t.Errorf("no responder line with the softirq figure:\n%s", out)
+	}
+	// Its ACKs leave on the AF_XDP TX ring: the time of those sends.
+	if !regexp.MustCompile(`sending on its TX rings [0-9.]+ CPU s/M rep \([0-9]+%\)`).MatchString(out) {
+		t.Errorf("no time of the responder's sends:\n%s", out)
 	}
 }

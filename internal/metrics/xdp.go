@@ -24,8 +24,9 @@ var (
 		"tx_full":       desc("xdp_tx_full_total", "Responses that found no free TX frame or ring slot and went through the UDP socket instead."),
 		"tx_errors":     desc("xdp_tx_errors_total", "Failed kicks of an AF_XDP TX ring (sendto errors other than try again)."),
 	}
-	xdpMalformed = desc("xdp_malformed_total", "Frames steered to AF_XDP but not handed on, by reason.", "reason")
-	xdpKernel    = map[string]*prometheus.Desc{
+	xdpKickSeconds = desc("xdp_tx_kick_seconds_total", "Time spent in the kicks (sendto) of the AF_XDP TX rings: the kernel's work of sending the responses on the responder's threads (over a veth, also the peer's receive path).")
+	xdpMalformed   = desc("xdp_malformed_total", "Frames steered to AF_XDP but not handed on, by reason.", "reason")
+	xdpKernel      = map[string]*prometheus.Desc{
 		"rx_dropped":         desc("xdp_kernel_rx_dropped_total", "Frames the kernel dropped on the AF_XDP sockets (e.g. larger than a UMEM frame)."),
 		"rx_ring_full":       desc("xdp_kernel_rx_ring_full_total", "Frames the kernel dropped because an RX ring was full (readers behind)."),
 		"rx_fill_ring_empty": desc("xdp_kernel_rx_fill_ring_empty_total", "Frames the kernel dropped because a fill ring was empty."),
@@ -41,6 +42,7 @@ func (c XDP) Describe(ch chan<- *prometheus.Desc) {
 		}
 	}
 	ch <- xdpMalformed
+	ch <- xdpKickSeconds
 }
 
 // Collect implements prometheus.Collector.
@@ -56,6 +58,7 @@ func (c XDP) Collect(ch chan<- prometheus.Metric) {
 	counter(ch, xdpCounters["tx_frames"], s.TXFrames.Load())
 	counter(ch, xdpCounters["tx_full"], s.TXFull.Load())
 	counter(ch, xdpCounters["tx_errors"], s.TXErrors.Load())
+	ch <- prometheus.MustNewConstMetric(xdpKickSeconds, prometheus.CounterValue, float64(s.TXKickNanos.Load())/1e9)
 	for _, r := range xdp.Reasons() {
 		counter(ch, xdpMalformed, s.Malformed[r].Load(), r.String())
 	}

@@ -78,6 +78,12 @@ type Stats struct {
 	// TXErrors counts failed kicks of a TX ring (sendto errors other than
 	// "try again").
 	TXErrors atomic.Uint64
+	// TXKickNanos is the CPU time the flushing threads spent in the kicks
+	// of the TX rings (the sendto(2) calls of Transmitter.Flush), in
+	// nanoseconds of their thread CPU clocks: the kernel's work of sending
+	// the frames, which over a veth includes the peer's receive path, run
+	// in softirq on the sending CPU.
+	TXKickNanos atomic.Uint64
 	// Malformed counts frames not handed on, by reason (index: Reason).
 	Malformed [numReasons]atomic.Uint64
 }

@@ -504,6 +504,11 @@ func TestATransmitterSendsRepliesOverTheLinkTheRequestCameIn(t *testing.T) {
 	if s := l.Stats().TXFrames.Load(); s != n {
 		t.Errorf("%d frames counted on the TX ring, want %d", s, n)
 	}
+	// Each reply was kicked on its own (one request at a time), and each
+	// kick ran the veth's transmit and the peer's receive: time counted.
+	if ns := l.Stats().TXKickNanos.Load(); ns < n*100 {
+		t.Errorf("%d ns counted in %d kicks, want at least 100 ns each", ns, n)
+	}
 	// A frame larger than a UMEM frame, and addresses of two IP
 	// versions, are refused without queueing anything.
 	tx := l.Transmitter(0)
