@@ -67,8 +67,8 @@ type RemoteRow struct {
 	// ResponderWaitCPUPerMillion is the estimate of the responder's CPU
 	// spent waiting and waking (RemoteResult.ResponderWaitCPUPerMillion).
 	ResponderWaitCPUPerMillion Stat `json:"responder_wait_cpu_s_per_million_reports"`
-	// ResponderSendCPUPerMillion is the responder's time in the kicks of
-	// its AF_XDP TX rings (RemoteResult.ResponderSendCPUPerMillion).
+	// ResponderSendCPUPerMillion is the responder's CPU time in the kicks
+	// of its AF_XDP TX rings (RemoteResult.ResponderSendCPUPerMillion).
 	ResponderSendCPUPerMillion Stat `json:"responder_send_cpu_s_per_million_reports"`
 }
 

@@ -97,7 +97,7 @@ type responderCounters struct {
 	RSS                         uint64 // the process's resident set (VmRSS), bytes: the stores and the responder
 	XDPPackets                  uint64 // requests taken through AF_XDP (rdma.Responder.XDP)
 	XDPTXFrames                 uint64 // responses sent on its TX rings
-	XDPTXKickNanos              uint64 // time spent in the kicks of those rings (xdp.Stats.TXKickNanos)
+	XDPTXKickNanos              uint64 // CPU time of its threads in the kicks of those rings (xdp.Stats.TXKickNanos)
 }
 
 // ServeResponder is the responder process of RoCEProcessSink (`dta bench

@@ -119,10 +119,10 @@ type RemoteResult struct {
 	ResponderPacketsPerWait    float64 `json:"responder_packets_per_wait,omitempty"`
 	ResponderWaitCost          float64 `json:"responder_wait_cpu_us,omitempty"`
 	ResponderWaitCPUPerMillion float64 `json:"responder_wait_cpu_s_per_million_reports,omitempty"`
-	// ResponderSendCPUPerMillion is the time the responder spent in the
-	// kicks of its AF_XDP TX rings (sendto: the kernel sending its
-	// responses; a kick does not block) per million reports accepted, in
-	// the window (0 when its responses take the UDP socket). Over a veth a
+	// ResponderSendCPUPerMillion is the CPU time the responder's threads
+	// spent in the kicks of its AF_XDP TX rings (sendto: the kernel sending
+	// its responses) per million reports accepted, in the window (0 when
+	// its responses take the UDP socket). Over a veth a
 	// kick also runs the requester's receive of those responses, in
 	// softirq on the responder's CPU: work a host across a wire would do
 	// on its own CPU.

@@ -54,9 +54,9 @@ type SinkStats struct {
 	// RemoteXDPTXFrames counts the responses it sent on AF_XDP TX rings
 	// (ResponderXDP).
 	RemoteXDPTXFrames uint64
-	// RemoteSendTime is the time the remote side spent in the kicks of
-	// those TX rings, since it started (xdp.Stats.TXKickNanos): the kernel
-	// sending its responses on its threads, over a veth the requester's
-	// receive path included.
+	// RemoteSendTime is the CPU time the remote side's threads spent in
+	// the kicks of those TX rings, since it started (xdp.Stats.TXKickNanos):
+	// the kernel sending its responses, over a veth the requester's receive
+	// path included.
 	RemoteSendTime time.Duration
 }

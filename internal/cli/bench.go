@@ -131,8 +131,8 @@ voluntary context switches: its read loops' pauses and polls) and what the
 wake-ups cost: what one timed wait costs the process, measured as it starts,
 times their number (an estimate; on the VM of docs/BENCHMARKS.md a timed
 wait costs about 20 µs of CPU). With its responses on AF_XDP TX rings
-(--responder-path xdp) it also gives the time the responder spent sending
-them (the sendto kicks of its rings): over the veth a kick also runs the
+(--responder-path xdp) it also gives the CPU time the responder spent
+sending them (the sendto kicks of its rings): over the veth a kick also runs the
 translator's receive of those responses, in softirq on the responder's CPU,
 work that across a wire the translator's host would do. Nothing limits the
 rate: the translator sends as fast as the responder's ACKs let it.

@@ -24,7 +24,7 @@ var (
 		"tx_full":       desc("xdp_tx_full_total", "Responses that found no free TX frame or ring slot and went through the UDP socket instead."),
 		"tx_errors":     desc("xdp_tx_errors_total", "Failed kicks of an AF_XDP TX ring (sendto errors other than try again)."),
 	}
-	xdpKickSeconds = desc("xdp_tx_kick_seconds_total", "Time spent in the kicks (sendto) of the AF_XDP TX rings: the kernel's work of sending the responses on the responder's threads (over a veth, also the peer's receive path).")
+	xdpKickSeconds = desc("xdp_tx_kick_seconds_total", "CPU time of the responder's threads in the kicks (sendto) of the AF_XDP TX rings: the kernel's work of sending the responses (over a veth, also the peer's receive path).")
 	xdpMalformed   = desc("xdp_malformed_total", "Frames steered to AF_XDP but not handed on, by reason.", "reason")
 	xdpKernel      = map[string]*prometheus.Desc{
 		"rx_dropped":         desc("xdp_kernel_rx_dropped_total", "Frames the kernel dropped on the AF_XDP sockets (e.g. larger than a UMEM frame)."),

@@ -110,8 +110,9 @@ func (t *Transmitter) Flush() error {
 		atomic.StoreUint32(t.s.tx.producer, t.prod)
 		t.pub = t.prod
 	}
-	if atomic.LoadUint32(t.s.tx.consumer) == t.pub {
-		return nil // nothing left to send: no kick
+	tx := &t.s.tx
+	if atomic.LoadUint32(tx.consumer) == t.pub || atomic.LoadUint32(tx.flags)&unix.XDP_RING_NEED_WAKEUP == 0 {
+		return nil // nothing left to send, or sent without a kick: nothing to time
 	}
 	start := t.threadCPU()
 	err := t.s.kick()
