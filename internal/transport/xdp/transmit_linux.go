@@ -110,9 +110,8 @@ func (t *Transmitter) Flush() error {
 		atomic.StoreUint32(t.s.tx.producer, t.prod)
 		t.pub = t.prod
 	}
-	tx := &t.s.tx
-	if atomic.LoadUint32(tx.consumer) == t.pub || atomic.LoadUint32(tx.flags)&unix.XDP_RING_NEED_WAKEUP == 0 {
-		return nil // nothing left to send, or sent without a kick: nothing to time
+	if !t.s.kickNeeded() {
+		return nil // nothing to time
 	}
 	start := t.threadCPU()
 	err := t.s.kick()
@@ -122,6 +121,15 @@ func (t *Transmitter) Flush() error {
 		return err
 	}
 	return nil
+}
+
+// kickNeeded says whether the TX ring holds frames the kernel has not
+// taken and waits to be asked for them (a driver without need_wakeup
+// sends without being asked).
+func (s *socket) kickNeeded() bool {
+	tx := &s.tx
+	return atomic.LoadUint32(tx.consumer) != atomic.LoadUint32(tx.producer) &&
+		atomic.LoadUint32(tx.flags)&unix.XDP_RING_NEED_WAKEUP != 0
 }
 
 // kickTries bounds the sendto calls of one kick: in copy mode each call
@@ -134,13 +142,9 @@ const kickTries = 8
 // kickTries calls. It returns errors other than "try again" and "no
 // buffer space".
 func (s *socket) kick() error {
-	tx := &s.tx
 	for range kickTries {
-		if atomic.LoadUint32(tx.consumer) == atomic.LoadUint32(tx.producer) {
+		if !s.kickNeeded() {
 			return nil
-		}
-		if atomic.LoadUint32(tx.flags)&unix.XDP_RING_NEED_WAKEUP == 0 {
-			return nil // the driver sends without being asked
 		}
 		// A raw system call: sendto with MSG_DONTWAIT never blocks (it
 		// can run for tens of µs, transmitting the frames and, on a
