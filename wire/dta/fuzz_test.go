@@ -153,6 +153,9 @@ func encodable(r *dta.Report) bool {
 		return valOK
 	case dta.OpPostcardExt:
 		return hopOK && keyOK && len(r.Value) >= 1 && len(r.Value) <= dta.MaxHopValue
+	case dta.OpSketchExt:
+		// 1..MaxSketchRun whole 8-byte counters; no key.
+		return len(r.Value) >= 8 && len(r.Value)%8 == 0 && len(r.Value) <= 8*dta.MaxSketchRun
 	}
 	return false
 }
@@ -163,16 +166,16 @@ func encodable(r *dta.Report) bool {
 func FuzzRoundTrip(f *testing.F) {
 	for _, rt := range roundTrips() {
 		r := rt.r
-		f.Add(uint8(r.Opcode), rt.header.Seq, uint8(rt.header.Flags), r.Store, r.Redundancy, r.Key, r.Value, r.Delta, r.List, r.Hop, r.PathLen)
+		f.Add(uint8(r.Opcode), rt.header.Seq, uint8(rt.header.Flags), r.Store, r.Redundancy, r.Key, r.Value, r.Delta, r.List, r.Hop, r.PathLen, r.Epoch, r.Row, r.Column)
 	}
 	for _, be := range badEncodes() {
 		r := be.r
-		f.Add(uint8(r.Opcode), uint8(0), uint8(0), r.Store, r.Redundancy, r.Key, r.Value, r.Delta, r.List, r.Hop, r.PathLen)
+		f.Add(uint8(r.Opcode), uint8(0), uint8(0), r.Store, r.Redundancy, r.Key, r.Value, r.Delta, r.List, r.Hop, r.PathLen, r.Epoch, r.Row, r.Column)
 	}
-	f.Fuzz(func(t *testing.T, op, seq, flags uint8, store uint16, n uint8, key, value []byte, delta uint64, list uint32, hop, pathLen uint8) {
+	f.Fuzz(func(t *testing.T, op, seq, flags uint8, store uint16, n uint8, key, value []byte, delta uint64, list uint32, hop, pathLen uint8, epoch uint32, row uint8, column uint32) {
 		r := dta.Report{
 			Opcode: dta.Opcode(op), Store: store, Redundancy: n, Key: key, Value: value,
-			Delta: delta, List: list, Hop: hop, PathLen: pathLen,
+			Delta: delta, List: list, Hop: hop, PathLen: pathLen, Epoch: epoch, Row: row, Column: column,
 		}
 		h := dta.Header{Opcode: dta.OpBatch, Seq: seq, Flags: dta.Flags(flags)}
 		b, err := dta.AppendDatagram(nil, h, &r)

@@ -89,6 +89,9 @@ func reportDiff(got, want dta.Report) string {
 	if got.PathLen != want.PathLen {
 		add("PathLen", got.PathLen, want.PathLen)
 	}
+	if got.Epoch != want.Epoch || got.Row != want.Row || got.Column != want.Column {
+		add("Epoch, Row, Column", fmt.Sprint(got.Epoch, got.Row, got.Column), fmt.Sprint(want.Epoch, want.Row, want.Column))
+	}
 	return strings.Join(d, "; ")
 }
 
@@ -105,6 +108,8 @@ func carried(r dta.Report) dta.Report {
 		c.List, c.Value = r.List, r.Value
 	case dta.OpPostcard, dta.OpPostcardExt:
 		c.Key, c.Hop, c.Value, c.PathLen = r.Key, r.Hop, r.Value, r.PathLen
+	case dta.OpSketchExt:
+		c.Epoch, c.Row, c.Column, c.Value = r.Epoch, r.Row, r.Column, r.Value
 	}
 	if r.Opcode.Extended() {
 		c.Store = r.Store

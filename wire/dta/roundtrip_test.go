@@ -40,6 +40,8 @@ func roundTrips() []roundTrip {
 		{"an extended Append with a MaxValueLen entry survives a round trip", dta.Header{Seq: 10}, dta.Report{Opcode: dta.OpAppendExt, Store: 5, List: 1 << 31, Value: seqBytes(dta.MaxValueLen)}},
 		{"an extended Postcard with an unknown path length survives a round trip", dta.Header{Seq: 11}, dta.Report{Opcode: dta.OpPostcardExt, Store: 6, Hop: 3, Key: seqBytes(37), Value: seqBytes(1)}},
 		{"an extended Postcard at the last hop of a full path survives a round trip", dta.Header{Seq: 12}, dta.Report{Opcode: dta.OpPostcardExt, Store: 7, Hop: dta.MaxHops, PathLen: dta.MaxHops, Key: seqBytes(dta.MaxKeyLen), Value: seqBytes(dta.MaxHopValue)}},
+		{"a Sketch-Merge run of one counter survives a round trip", dta.Header{Seq: 13}, dta.Report{Opcode: dta.OpSketchExt, Store: 8, Epoch: 42, Row: 3, Column: 256, Value: seqBytes(8)}},
+		{"a Sketch-Merge run of MaxSketchRun counters with every field at its largest survives a round trip", dta.Header{Seq: 14}, dta.Report{Opcode: dta.OpSketchExt, Store: 0xffff, Epoch: 0xffffffff, Row: 0xff, Column: 0xffffffff, Value: seqBytes(8 * dta.MaxSketchRun)}},
 	}
 }
 
