@@ -63,6 +63,7 @@ func newRoCESink(local *store.Catalog, w ResponderWait) (Sink, error) {
 	rc := rdma.DefaultResponderConfig()
 	rc.Addr = "127.0.0.1:0"
 	rc.KernelWait, rc.PollBeforeWait = w.Kernel, w.Poll
+	rc.Pause, rc.PauseMax = w.Pause, w.PauseMax
 	rc.OnReadLoop = func() { s.tid.Store(int64(threadID())) }
 	resp, err := collectorpkg.NewResponder(local, rc, nil)
 	if err != nil {

@@ -31,8 +31,10 @@ const ResponderChildEnv = "DTA_BENCH_RESPONDER"
 type responderRequest struct {
 	Descriptors []store.Descriptor `json:"descriptors"`
 	Region      region.Config      `json:"region"`
-	KernelWait  bool               `json:"kernel_wait"`      // rdma.ResponderConfig.KernelWait
-	Poll        time.Duration      `json:"poll_before_wait"` // rdma.ResponderConfig.PollBeforeWait
+	KernelWait  bool               `json:"kernel_wait"`         // rdma.ResponderConfig.KernelWait
+	Poll        time.Duration      `json:"poll_before_wait"`    // rdma.ResponderConfig.PollBeforeWait
+	Pause       time.Duration      `json:"pause,omitempty"`     // rdma.ResponderConfig.Pause
+	PauseMax    time.Duration      `json:"pause_max,omitempty"` // rdma.ResponderConfig.PauseMax
 	// Addr is the address to serve on ("" = 127.0.0.1, any port).
 	Addr string `json:"addr,omitempty"`
 	// XDP names the interface whose requests come through AF_XDP
@@ -65,10 +67,13 @@ const (
 var benchXDPTXFrames = rdma.DefaultXDPConfig("").TXFrames
 
 // ResponderWait is how the responder's read loops wait for requests
-// (rdma.ResponderConfig.KernelWait and PollBeforeWait).
+// (rdma.ResponderConfig.KernelWait, PollBeforeWait, Pause and PauseMax).
 type ResponderWait struct {
 	Kernel bool          // in a blocking system call on a thread of their own
 	Poll   time.Duration // polling the socket this long first (Kernel only)
+	// Pause and PauseMax: while requests keep coming, reading them after
+	// pauses rather than being woken by each (Kernel only; 0: woken).
+	Pause, PauseMax time.Duration
 }
 
 // responderReply is the responder process's first line: the address it
@@ -143,6 +148,7 @@ func ServeResponder(in io.Reader, out io.Writer) error {
 		rc.XDP = &xc
 	}
 	rc.KernelWait, rc.PollBeforeWait = req.KernelWait, req.Poll
+	rc.Pause, rc.PauseMax = req.Pause, req.PauseMax
 	rc.KeepProcessor = req.KernelWait // as dta collector runs it
 	if err := rc.Validate(); err != nil {
 		return fail(fmt.Errorf("bench responder: %w", err))
@@ -239,7 +245,8 @@ func RoCEProcessSinkOver(command []string, rc region.Config, w ResponderWait, pa
 			return nil, errors.New("no responder command")
 		}
 		s := &roceProcSink{log: new(stderrBuffer)}
-		req := responderRequest{Descriptors: local.Descriptors(), Region: rc, KernelWait: w.Kernel, Poll: w.Poll}
+		req := responderRequest{Descriptors: local.Descriptors(), Region: rc, KernelWait: w.Kernel, Poll: w.Poll,
+			Pause: w.Pause, PauseMax: w.PauseMax}
 		switch path {
 		case ResponderLoopback:
 		case ResponderVeth, ResponderXDP, ResponderXDPRX:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dta-go/dta/hashing"
 	"github.com/dta-go/dta/internal/bench"
+	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/region"
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/wire/dta"
@@ -33,8 +34,9 @@ type benchOptions struct {
 	sink       string
 	responder  string
 	// responderWait is where the responder's read loop waits: kernel or poller.
-	responderWait string
-	responderPoll time.Duration
+	responderWait  string
+	responderPoll  time.Duration
+	responderPause string
 	// responderPath is how requests reach the responder process:
 	// loopback, veth, xdp or xdp-rx.
 	responderPath string
@@ -105,6 +107,9 @@ it in this process and counts its receive thread alone (what the runtime
 does to wake it then counts as the translator's; like dta up's, that loop
 does not keep a processor). --responder-wait poller makes its read loop wait in the
 Go runtime's network poller instead of in a blocking system call.
+--responder-pause D[,MAX] makes it read after pauses while requests keep
+coming, as collector.pause and pause_max do (fewer wake-ups, up to a pause
+more latency, which lowers the rate of a translator waiting on its window).
 --responder-path veth (Linux, root) starts the responder process in a network
 namespace of its own and sends the requests over a veth pair, through the
 kernel's UDP path as over loopback; --responder-path xdp does the same with the
@@ -211,6 +216,7 @@ A progress line goes to stderr every second (-q silences it).`,
 	fl.StringVar(&o.responderWait, "responder-wait", "kernel", "with --sink roce: where the responder's read loop waits for requests: kernel (a blocking system call on a thread of its own, as dta collector does) or poller (the Go runtime's network poller)")
 	fl.StringVar(&o.responderPath, "responder-path", "loopback", "with --sink roce and --responder process: how requests reach the responder: loopback (kernel UDP over 127.0.0.1), veth (kernel UDP over a veth pair into a network namespace; Linux, root), xdp (over the veth, taken off it through AF_XDP, responses on the AF_XDP TX ring) or xdp-rx (the same, responses through the UDP socket)")
 	fl.DurationVar(&o.responderPoll, "responder-poll", 0, "with --sink roce and --responder-wait kernel: poll the responder's socket this long before each wait (at most 1ms; 0 waits at once)")
+	fl.StringVar(&o.responderPause, "responder-pause", "0", "with --sink roce, --responder-wait kernel and a kernel UDP path (loopback, veth): `D[,MAX]`: while requests keep coming, the responder's read loops read them after a pause of D (growing up to MAX under load) rather than being woken by each, as collector.pause and pause_max set it (10us to 1ms, MAX up to 10ms; 0 = woken by each)")
 	fl.StringVarP(&o.output, "output", "o", "table", "output: table or json")
 	fl.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
 	fl.StringVar(&o.jsonFile, "json", "", "also write the JSON output to `file`")
@@ -275,6 +281,9 @@ func (o *benchOptions) complete() error {
 		if o.responderPath != bench.ResponderLoopback {
 			return usageError("--responder-path applies to --sink roce")
 		}
+		if p, m, err := parsePause(o.responderPause); err != nil || p != 0 || m != 0 {
+			return usageError("--responder-pause applies to --sink roce")
+		}
 	case "roce":
 		w := bench.ResponderWait{Poll: o.responderPoll}
 		switch o.responderWait {
@@ -289,6 +298,19 @@ func (o *benchOptions) complete() error {
 		}
 		if w.Poll < 0 || w.Poll > time.Millisecond {
 			return usageError("--responder-poll: %v out of range [0, 1ms]", w.Poll)
+		}
+		if w.Pause, w.PauseMax, err = parsePause(o.responderPause); err != nil {
+			return usageError("--responder-pause: %v", err)
+		}
+		if w.Pause != 0 {
+			rc := rdma.DefaultResponderConfig()
+			rc.Pause, rc.PauseMax = w.Pause, w.PauseMax
+			if !w.Kernel {
+				return usageError("--responder-pause applies to --responder-wait kernel only")
+			}
+			if err := rc.Validate(); err != nil {
+				return usageError("--responder-pause %s: want D from 10us to 1ms and MAX from D to 10ms", o.responderPause)
+			}
 		}
 		switch o.responder {
 		case "process":
@@ -479,4 +501,18 @@ func (l lineWriter) Write(b []byte) (int, error) {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// parsePause parses --responder-pause: "D" or "D,MAX" ("0": no pause).
+func parsePause(s string) (pause, pauseMax time.Duration, err error) {
+	a, b, two := strings.Cut(strings.TrimSpace(s), ",")
+	if pause, err = time.ParseDuration(strings.TrimSpace(a)); err != nil {
+		return 0, 0, err
+	}
+	if two {
+		if pauseMax, err = time.ParseDuration(strings.TrimSpace(b)); err != nil {
+			return 0, 0, err
+		}
+	}
+	return pause, pauseMax, nil
 }

@@ -36,6 +36,12 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"--sink", "roce", "--responder-wait", "spin"},
 		{"--sink", "roce", "--responder-poll", "2ms"},
 		{"--sink", "roce", "--responder-wait", "poller", "--responder-poll", "10us"},
+		{"--sink", "roce", "--responder-pause", "2ms"},
+		{"--sink", "roce", "--responder-pause", "150us,100us"},
+		{"--sink", "roce", "--responder-pause", "150us,20ms"},
+		{"--sink", "roce", "--responder-pause", "soon"},
+		{"--sink", "roce", "--responder-wait", "poller", "--responder-pause", "150us"},
+		{"--responder-pause", "150us"}, // the local sink has no responder
 	} {
 		if code, _, errs := runBenchArgs(t, args...); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, errs)

@@ -65,6 +65,11 @@ type Collector struct {
 	// ReadLoops is the number of SO_REUSEPORT sockets (each with its own
 	// goroutine) the RoCEv2 responder receives on: rdma.ResponderConfig.ReadLoops.
 	ReadLoops int `yaml:"read_loops"`
+	// Pause and PauseMax are rdma.ResponderConfig.Pause and PauseMax:
+	// while requests keep coming, the responder's read loops read them
+	// after pauses instead of being woken by each (0: woken by each).
+	Pause    time.Duration `yaml:"pause"`
+	PauseMax time.Duration `yaml:"pause_max"`
 	// Transport is how RoCEv2 requests reach the responder: "udp" (the
 	// default, the kernel's UDP sockets) or "xdp" (AF_XDP sockets on
 	// xdp.interface as well: rdma.ResponderConfig.XDP).
@@ -216,6 +221,11 @@ func (f *File) Validate() error {
 	if n := f.Collector.ReadLoops; n < 1 || n > maxReadLoops {
 		return fmt.Errorf("collector.read_loops: %d (want 1 to %d)", n, maxReadLoops)
 	}
+	pc := rdma.DefaultResponderConfig()
+	pc.Addr, pc.Pause, pc.PauseMax = "127.0.0.1:0", f.Collector.Pause, f.Collector.PauseMax
+	if err := pc.Validate(); err != nil {
+		return fmt.Errorf("collector.pause %v, collector.pause_max %v: want pause 0 or 10us to 1ms, pause_max 0 or pause to 10ms", f.Collector.Pause, f.Collector.PauseMax)
+	}
 	if f.Translator.Sink != "local" && f.Translator.Sink != "roce" {
 		return fmt.Errorf("translator.sink: %q (want local or roce)", f.Translator.Sink)
 	}
@@ -317,6 +327,7 @@ func (f *File) ResponderConfig() rdma.ResponderConfig {
 	c := rdma.DefaultResponderConfig()
 	c.Addr = f.Collector.RDMA
 	c.ReadLoops = f.Collector.ReadLoops
+	c.Pause, c.PauseMax = f.Collector.Pause, f.Collector.PauseMax
 	c.AllowTranslators, _ = f.AllowTranslators() // checked by Validate
 	c.XDP = f.Collector.XDPConfig()
 	return c

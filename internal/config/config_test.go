@@ -72,6 +72,9 @@ func TestBadConfigsNameTheKey(t *testing.T) {
 		{"a bad hugepages mode", "collector:\n  hugepages: always\n", "collector.hugepages"},
 		{"no responder read loop", "collector:\n  read_loops: 0\n", "collector.read_loops"},
 		{"too many responder read loops", "collector:\n  read_loops: 65\n", "collector.read_loops"},
+		{"a responder pause longer than 1ms", "collector:\n  pause: 2ms\n", "collector.pause"},
+		{"a responder pause that may grow less than it starts", "collector:\n  pause: 200us\n  pause_max: 100us\n", "collector.pause_max"},
+		{"a responder pause limit without a pause", "collector:\n  pause_max: 1ms\n", "collector.pause_max"},
 		{"a duration without a unit", "translator:\n  postcard_max_age: 5\n", "postcard_max_age"},
 		{"a negative flush delay", "translator:\n  append_flush_delay: -1ms\n", "append_flush_delay"},
 		{"a bad size", "translator:\n  recv_buffer: lots\n", "recv_buffer"},
@@ -183,6 +186,33 @@ func TestReadLoopsReachTheResponder(t *testing.T) {
 			rc := f.ResponderConfig()
 			if rc.ReadLoops != tc.want {
 				t.Errorf("ResponderConfig().ReadLoops = %d, want %d", rc.ReadLoops, tc.want)
+			}
+			if err := rc.Validate(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestTheResponderPauseReachesTheResponder(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml      string
+		pause, pauseMax time.Duration
+	}{
+		{"the default is woken by each request", "", 0, 0},
+		{"collector.pause and pause_max set it", "collector:\n  pause: 150us\n  pause_max: 500us\n", 150 * time.Microsecond, 500 * time.Microsecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Parse([]byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			rc := f.ResponderConfig()
+			if rc.Pause != tc.pause || rc.PauseMax != tc.pauseMax {
+				t.Errorf("ResponderConfig() pause %v, max %v; want %v, %v", rc.Pause, rc.PauseMax, tc.pause, tc.pauseMax)
 			}
 			if err := rc.Validate(); err != nil {
 				t.Error(err)

@@ -271,6 +271,7 @@ func (c Responder) list() counterList {
 		{desc("rdma_responder_packets_total", "RoCEv2 packets received (each packet of a coalesced datagram counts)."), &s.Packets},
 		{desc("rdma_responder_bytes_total", "UDP payload bytes of the RoCEv2 packets received."), &s.Bytes},
 		{desc("rdma_responder_receive_batches_total", "Receive calls that returned datagrams (packets / batches is the mean batch)."), &s.Batches},
+		{desc("rdma_responder_pauses_total", "Reads after a pause rather than a wait to be woken (collector.pause), those that found nothing included."), &s.Pauses},
 		{desc("rdma_responder_coalesced_total", "Datagrams received that held several RoCEv2 packets (UDP GRO of a requester's GSO run on loopback)."), &s.Coalesced},
 		{desc("rdma_responder_truncated_total", "Datagrams (or coalesced packets) longer than the largest RoCEv2 packet, dropped."), &s.Truncated},
 		{desc("rdma_responder_bad_icrc_total", "RoCEv2 packets dropped for a wrong ICRC."), &s.BadICRC},

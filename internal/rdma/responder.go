@@ -533,8 +533,30 @@ func (r *Responder) closing() bool {
 // lock, sends the responses, then runs what it deferred.
 func (l *loop) run() error {
 	r := l.r
+	p := pacer{min: r.cfg.Pause, max: max(r.cfg.PauseMax, r.cfg.Pause), batch: r.cfg.BatchSize}
+	if !r.cfg.KernelWait {
+		p.min = 0 // Validate refuses it; a loop in the poller cannot pause
+	}
+	p.pause = p.min
 	for {
-		n, err := l.rx.Read()
+		var n int
+		var err error
+		if p.streaming {
+			d := p.next()
+			if d > 0 {
+				r.stats.Pauses.Add(1)
+			}
+			n, err = l.rx.ReadAfter(d)
+			if err == nil && n == 0 {
+				p.empty()
+				continue
+			}
+		} else {
+			n, err = l.rx.Read()
+		}
+		if err == nil {
+			p.got(n)
+		}
 		if err != nil {
 			if r.closing() {
 				return nil
@@ -589,6 +611,67 @@ func (l *loop) run() error {
 		if len(l.slow) > 0 {
 			l.runSlow()
 		}
+	}
+}
+
+// pacer is a read loop's rule for ResponderConfig.Pause: whether it reads
+// after pauses (streaming) or waits to be woken, and how long it pauses.
+// The rule is the AF_XDP reader's (xdp.Config.Coalesce).
+type pacer struct {
+	min, max  time.Duration // Pause and PauseMax (min 0: never streaming)
+	batch     int
+	pause     time.Duration
+	streaming bool // reading after pauses, not waiting to be woken
+	full      bool // the last read filled a batch: read again at once
+	since     int  // datagrams read since the last pause
+	empties   int  // reads in a row after a pause that found nothing
+}
+
+// Bounds of the pacer's rule: fewer datagrams than pacerLight since the
+// last pause set it back to Pause (a light load, for which a short wait
+// matters more than a wake-up's cost); up to 2 batches double it, more than
+// pacerTarget batches halve it; pacerEmpties empty reads in a row end the
+// streaming.
+const (
+	pacerLight   = 8
+	pacerTarget  = 4
+	pacerEmpties = 4
+)
+
+// next returns how long to sleep before the next read.
+func (p *pacer) next() time.Duration {
+	if p.full {
+		return 0
+	}
+	return p.pause
+}
+
+// got notes a read of n datagrams (n > 0).
+func (p *pacer) got(n int) {
+	if p.min == 0 {
+		return
+	}
+	p.streaming, p.empties = true, 0
+	p.since += n
+	if p.full = n >= p.batch; p.full {
+		return
+	}
+	switch {
+	case p.since < pacerLight:
+		p.pause = p.min
+	case p.since > pacerTarget*p.batch:
+		p.pause = max(p.pause/2, p.min)
+	case p.since <= pacerTarget*p.batch/2:
+		p.pause = min(2*p.pause, p.max)
+	}
+	p.since = 0
+}
+
+// empty notes a read after a pause that found nothing.
+func (p *pacer) empty() {
+	p.since, p.pause, p.full = 0, p.min, false
+	if p.empties++; p.empties >= pacerEmpties {
+		p.streaming, p.empties = false, 0
 	}
 }
 

@@ -9,9 +9,12 @@ import (
 // ResponderStats counts what a responder received, executed and answered.
 // Counters are live atomics; read them with Load at any time.
 type ResponderStats struct {
-	Packets   atomic.Uint64 // packets received (each packet of a coalesced datagram counts)
-	Bytes     atomic.Uint64 // their UDP payload bytes
-	Batches   atomic.Uint64 // receive calls that returned datagrams: Packets/Batches is the mean batch
+	Packets atomic.Uint64 // packets received (each packet of a coalesced datagram counts)
+	Bytes   atomic.Uint64 // their UDP payload bytes
+	Batches atomic.Uint64 // receive calls that returned datagrams: Packets/Batches is the mean batch
+	// Pauses counts the reads made after a pause instead of a wait to be
+	// woken (ResponderConfig.Pause), those that found nothing included.
+	Pauses    atomic.Uint64
 	Coalesced atomic.Uint64 // datagrams holding several packets (UDP GRO of a requester's GSO run)
 	Truncated atomic.Uint64 // datagrams (or coalesced packets) longer than the largest packet, dropped
 	BadICRC   atomic.Uint64 // ICRC mismatch, silently dropped

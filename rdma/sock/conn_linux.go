@@ -245,6 +245,8 @@ type Receiver struct {
 	got    bool
 	spin   time.Duration // PollBeforeWait
 	keepP  bool          // KeepProcessor
+	nowFn  func(fd uintptr)
+	pause  syscall.Timespec // ReadAfter's sleep
 	// KeepProcessor: no datagram since a kept wait ran 10 ms or its bound
 	// (atomic so that tests may watch it; only the reading thread writes it)
 	idle atomic.Bool
@@ -279,6 +281,7 @@ func NewReceiver(s *Conn, n, size int) *Receiver {
 		h.Control = &q.ctls[i][0]
 	}
 	q.fn = q.recvmmsg
+	q.nowFn = q.readNow
 	return q
 }
 
@@ -307,6 +310,45 @@ func (q *Receiver) Read() (int, error) {
 	}
 	return q.n, nil
 }
+
+// ReadAfter sleeps for d, a timer's wait that no datagram ends, then reads
+// the datagrams that have arrived, without waiting for more: 0 if none
+// have. Datagram returns them, as after Read. A reader that expects a
+// stream of datagrams so reads them every d at the cost of one timer
+// wake-up, rather than being woken by each one that arrives while it
+// waits (with the sender on the same host, the sender's CPU then wakes
+// no one either). With KeepProcessor the sleep keeps the Go processor,
+// as a wait in the kernel does. It does not allocate.
+func (q *Receiver) ReadAfter(d time.Duration) (int, error) {
+	for i := range q.hs {
+		h := &q.hs[i]
+		h.hdr.Namelen = sockaddrLen
+		h.hdr.SetControllen(ctlLen)
+		h.hdr.Flags = 0
+		h.n = 0
+	}
+	q.n, q.errno = 0, 0
+	if d > 0 {
+		q.pause = syscall.NsecToTimespec(int64(d))
+		if q.keepP && takeProcessor() {
+			// A signal (the runtime's preemption) ends it early: harmless.
+			syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&q.pause)), 0, 0)
+			releaseProcessor()
+		} else {
+			syscall.Syscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&q.pause)), 0, 0)
+		}
+	}
+	if err := q.s.rc.Control(q.nowFn); err != nil {
+		return 0, err
+	}
+	if q.errno != 0 {
+		return 0, os.NewSyscallError("recvmmsg", q.errno)
+	}
+	return q.n, nil
+}
+
+// readNow is ReadAfter's read (as the method value nowFn).
+func (q *Receiver) readNow(fd uintptr) { q.recvmmsg(fd) }
 
 // wakeWaiters ends the waits of Receivers in WaitInKernel mode on s at
 // once: shutdown(SHUT_RD) marks the socket shut for reading and wakes the

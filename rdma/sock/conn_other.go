@@ -5,6 +5,7 @@ package sock
 import (
 	"errors"
 	"net/netip"
+	"os"
 	"syscall"
 	"time"
 )
@@ -65,6 +66,25 @@ func (q *Receiver) KeepProcessor(bool) {}
 func (q *Receiver) Read() (int, error) {
 	n, _, _, from, err := q.s.c.ReadMsgUDPAddrPort(q.bufs[0], nil)
 	if err != nil {
+		return 0, err
+	}
+	q.n, q.from = n, netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+	return 1, nil
+}
+
+// ReadAfter sleeps for d, then reads a datagram if one has arrived: 1 if
+// one has, 0 if none.
+func (q *Receiver) ReadAfter(d time.Duration) (int, error) {
+	time.Sleep(d)
+	if err := q.s.c.SetReadDeadline(time.Now()); err != nil {
+		return 0, err
+	}
+	defer q.s.c.SetReadDeadline(time.Time{})
+	n, _, _, from, err := q.s.c.ReadMsgUDPAddrPort(q.bufs[0], nil)
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return 0, nil
+		}
 		return 0, err
 	}
 	q.n, q.from = n, netip.AddrPortFrom(from.Addr().Unmap(), from.Port())

@@ -257,3 +257,44 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+func TestReadAfterReadsWhatArrivedDuringItsPauseWithoutWaitingForMore(t *testing.T) {
+	rx, tx := sock.ListenPair(t)
+	r := sock.NewReceiver(rx, 8, 64)
+	start := time.Now()
+	if n, err := r.ReadAfter(2 * time.Millisecond); n != 0 || err != nil {
+		t.Fatalf("ReadAfter with nothing sent: %d, %v; want 0, nil", n, err)
+	}
+	if d := time.Since(start); d < 2*time.Millisecond {
+		t.Errorf("ReadAfter(2ms) returned after %v: it did not pause", d)
+	}
+	s := sock.NewSender(tx, 4, 64)
+	for _, m := range []string{"a", "b", "c"} {
+		s.Add(append(s.Buf(), m...), rx.LocalAddr(), netip.Addr{})
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Loopback queues the datagrams within the send: they are there.
+	n, err := r.ReadAfter(100 * time.Microsecond)
+	var got []string
+	for i := range n {
+		b, from, _, _ := r.Datagram(i)
+		if from != tx.LocalAddr() {
+			t.Errorf("datagram %d from %v, want %v", i, from, tx.LocalAddr())
+		}
+		got = append(got, string(b))
+	}
+	if err != nil || strings.Join(got, ",") != "a,b,c" {
+		t.Fatalf("ReadAfter: %q, %v; want a, b, c", got, err)
+	}
+	if a := testing.AllocsPerRun(100, func() { r.ReadAfter(time.Microsecond) }); a != 0 {
+		t.Errorf("ReadAfter allocates %v times per call", a)
+	}
+	if err := rx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadAfter(0); err == nil || sock.TransientError(err) {
+		t.Errorf("ReadAfter on a closed socket: %v, want a permanent error", err)
+	}
+}
