@@ -167,40 +167,15 @@ func TestMarshalRoundTrips(t *testing.T) {
 	}
 }
 
-func TestReadLoopsReachTheResponder(t *testing.T) {
-	for _, tc := range []struct {
-		name, yaml string
-		want       int
-	}{
-		{"the default is one loop", "", 1},
-		{"collector.read_loops sets them", "collector:\n  read_loops: 4\n", 4},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f, err := Parse([]byte(tc.yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			rc := f.ResponderConfig()
-			if rc.ReadLoops != tc.want {
-				t.Errorf("ResponderConfig().ReadLoops = %d, want %d", rc.ReadLoops, tc.want)
-			}
-			if err := rc.Validate(); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-}
-
-func TestTheResponderPauseReachesTheResponder(t *testing.T) {
+func TestCollectorSettingsReachTheResponder(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml      string
+		loops           int
 		pause, pauseMax time.Duration
 	}{
-		{"the default is woken by each request", "", 0, 0},
-		{"collector.pause and pause_max set it", "collector:\n  pause: 150us\n  pause_max: 500us\n", 150 * time.Microsecond, 500 * time.Microsecond},
+		{"the default is one loop, woken by each request", "", 1, 0, 0},
+		{"collector.read_loops sets the loops", "collector:\n  read_loops: 4\n", 4, 0, 0},
+		{"collector.pause and pause_max set the pause", "collector:\n  pause: 150us\n  pause_max: 500us\n", 1, 150 * time.Microsecond, 500 * time.Microsecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := Parse([]byte(tc.yaml))
@@ -211,8 +186,9 @@ func TestTheResponderPauseReachesTheResponder(t *testing.T) {
 				t.Fatal(err)
 			}
 			rc := f.ResponderConfig()
-			if rc.Pause != tc.pause || rc.PauseMax != tc.pauseMax {
-				t.Errorf("ResponderConfig() pause %v, max %v; want %v, %v", rc.Pause, rc.PauseMax, tc.pause, tc.pauseMax)
+			if rc.ReadLoops != tc.loops || rc.Pause != tc.pause || rc.PauseMax != tc.pauseMax {
+				t.Errorf("ResponderConfig() read loops %d, pause %v, max %v; want %d, %v, %v",
+					rc.ReadLoops, rc.Pause, rc.PauseMax, tc.loops, tc.pause, tc.pauseMax)
 			}
 			if err := rc.Validate(); err != nil {
 				t.Error(err)

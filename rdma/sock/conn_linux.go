@@ -288,14 +288,7 @@ func NewReceiver(s *Conn, n, size int) *Receiver {
 // Read waits for at least one datagram and returns how many were read;
 // Datagram returns them. It does not allocate.
 func (q *Receiver) Read() (int, error) {
-	for i := range q.hs {
-		h := &q.hs[i]
-		h.hdr.Namelen = sockaddrLen
-		h.hdr.SetControllen(ctlLen)
-		h.hdr.Flags = 0
-		h.n = 0
-	}
-	q.n, q.errno = 0, 0
+	q.reset()
 	if q.waitFn != nil {
 		for q.got = false; !q.got; {
 			if err := q.s.rc.Control(q.waitFn); err != nil {
@@ -311,6 +304,18 @@ func (q *Receiver) Read() (int, error) {
 	return q.n, nil
 }
 
+// reset readies the headers and the results for a recvmmsg call.
+func (q *Receiver) reset() {
+	for i := range q.hs {
+		h := &q.hs[i]
+		h.hdr.Namelen = sockaddrLen
+		h.hdr.SetControllen(ctlLen)
+		h.hdr.Flags = 0
+		h.n = 0
+	}
+	q.n, q.errno = 0, 0
+}
+
 // ReadAfter sleeps for d, a timer's wait that no datagram ends, then reads
 // the datagrams that have arrived, without waiting for more: 0 if none
 // have. Datagram returns them, as after Read. A reader that expects a
@@ -320,14 +325,7 @@ func (q *Receiver) Read() (int, error) {
 // no one either). With KeepProcessor the sleep keeps the Go processor,
 // as a wait in the kernel does. It does not allocate.
 func (q *Receiver) ReadAfter(d time.Duration) (int, error) {
-	for i := range q.hs {
-		h := &q.hs[i]
-		h.hdr.Namelen = sockaddrLen
-		h.hdr.SetControllen(ctlLen)
-		h.hdr.Flags = 0
-		h.n = 0
-	}
-	q.n, q.errno = 0, 0
+	q.reset()
 	if d > 0 {
 		q.pause = syscall.NsecToTimespec(int64(d))
 		if q.keepP && takeProcessor() {
