@@ -302,12 +302,12 @@ func (o *benchOptions) complete() error {
 		if w.Pause, w.PauseMax, err = parsePause(o.responderPause); err != nil {
 			return usageError("--responder-pause: %v", err)
 		}
-		if w.Pause != 0 {
-			rc := rdma.DefaultResponderConfig()
-			rc.Pause, rc.PauseMax = w.Pause, w.PauseMax
+		if w.Pause != 0 || w.PauseMax != 0 {
 			if !w.Kernel {
 				return usageError("--responder-pause applies to --responder-wait kernel only")
 			}
+			rc := rdma.DefaultResponderConfig()
+			rc.Pause, rc.PauseMax = w.Pause, w.PauseMax
 			if err := rc.Validate(); err != nil {
 				return usageError("--responder-pause %s: want D from 10us to 1ms and MAX from D to 10ms", o.responderPause)
 			}

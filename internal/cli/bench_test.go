@@ -40,6 +40,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"--sink", "roce", "--responder-pause", "150us,100us"},
 		{"--sink", "roce", "--responder-pause", "150us,20ms"},
 		{"--sink", "roce", "--responder-pause", "soon"},
+		{"--sink", "roce", "--responder-pause", "0,1ms"}, // a limit without a pause
 		{"--sink", "roce", "--responder-wait", "poller", "--responder-pause", "150us"},
 		{"--responder-pause", "150us"}, // the local sink has no responder
 	} {

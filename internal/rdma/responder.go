@@ -533,11 +533,7 @@ func (r *Responder) closing() bool {
 // lock, sends the responses, then runs what it deferred.
 func (l *loop) run() error {
 	r := l.r
-	p := pacer{min: r.cfg.Pause, max: max(r.cfg.PauseMax, r.cfg.Pause), batch: r.cfg.BatchSize}
-	if !r.cfg.KernelWait {
-		p.min = 0 // Validate refuses it; a loop in the poller cannot pause
-	}
-	p.pause = p.min
+	p := pacer{min: r.cfg.Pause, max: max(r.cfg.PauseMax, r.cfg.Pause), batch: r.cfg.BatchSize, pause: r.cfg.Pause}
 	for {
 		var n int
 		var err error
