@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"regexp"
@@ -212,8 +213,11 @@ func (f *File) Validate() error {
 	if _, err := region.ParseHugePages(f.Collector.HugePages); err != nil {
 		return fmt.Errorf("collector.hugepages: %w", err)
 	}
-	if f.Collector.HTTP == "" {
-		return errors.New("collector.http: empty")
+	if err := checkListen("collector.http", f.Collector.HTTP); err != nil {
+		return err
+	}
+	if err := checkListen("translator.http", f.Translator.HTTP); err != nil {
+		return err
 	}
 	if f.Collector.RDMA == "" {
 		return errors.New("collector.rdma: empty")
@@ -222,6 +226,10 @@ func (f *File) Validate() error {
 		return fmt.Errorf("collector.read_loops: %d (want 1 to %d)", n, maxReadLoops)
 	}
 	pc := rdma.DefaultResponderConfig()
+	pc.Addr = f.Collector.RDMA
+	if err := pc.Validate(); err != nil {
+		return fmt.Errorf("collector.rdma: %q: want an IP address (or nothing) and a port, as 127.0.0.1:4791 or :4791", f.Collector.RDMA)
+	}
 	pc.Addr, pc.Pause, pc.PauseMax = "127.0.0.1:0", f.Collector.Pause, f.Collector.PauseMax
 	if err := pc.Validate(); err != nil {
 		return fmt.Errorf("collector.pause %v, collector.pause_max %v: want pause 0 or 10us to 1ms, pause_max 0 or pause to 10ms", f.Collector.Pause, f.Collector.PauseMax)
@@ -265,6 +273,23 @@ func (f *File) Validate() error {
 		return err
 	}
 	return f.validateSecurity()
+}
+
+// checkListen checks a TCP listen address (an HTTP server's): host:port,
+// the host a name, an IP address or empty, the port a number (0: any free
+// port).
+func checkListen(key, addr string) error {
+	if addr == "" {
+		return fmt.Errorf("%s: empty", key)
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %q: want host:port, as :8040 or 127.0.0.1:8040", key, addr)
+	}
+	return nil
 }
 
 // LogLevel returns the configured slog level.
