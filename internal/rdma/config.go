@@ -152,13 +152,15 @@ type ResponderConfig struct {
 	// where one costs about 20 µs of CPU, Append's batched writes over
 	// loopback took 2 to 4 times fewer CPU seconds per request. The price
 	// is latency, up to the pause per round trip, and with it the rate of
-	// a requester that waits for ACKs (a full window or MaxAtomic atomics
-	// in flight): this repository's translator at capacity lost half its
-	// rate for Key-Write with multi-report datagrams there, and three
-	// quarters for Key-Increment. A DTA switch, which does not wait for
-	// ACKs, pays only the latency. 0 (the default) is woken by every
-	// datagram; 10µs to 1ms. The rule is the AF_XDP reader's
-	// (xdp.Config.Coalesce).
+	// a requester that waits for ACKs with a full window: this
+	// repository's translator at capacity lost half its rate for Key-Write
+	// with multi-report datagrams there. A requester waiting on its READs
+	// and atomics is seen (a read and the one before answered as many of
+	// a QP's as its responder resources allow) and the loop then waits to
+	// be woken instead of pausing, so Key-Increment keeps the rate it has
+	// without a pause. A DTA switch, which does not wait for ACKs, pays
+	// only the latency. 0 (the default) is woken by every datagram; 10µs
+	// to 1ms. The rule is the AF_XDP reader's (xdp.Config.Coalesce).
 	Pause time.Duration
 	// PauseMax is how long the pause may grow while requests keep coming:
 	// doubled while each read after a pause finds 8 to 2×BatchSize

@@ -134,3 +134,64 @@ func TestAResponderWithoutAPauseIsWokenByEveryRequest(t *testing.T) {
 		t.Errorf("%d pauses without ResponderConfig.Pause", n)
 	}
 }
+
+func TestAPacerHoldWaitsToBeWokenAtThePause(t *testing.T) {
+	p := pacer{min: 100 * time.Microsecond, max: time.Millisecond, batch: 64}
+	p.pause = p.min
+	p.got(20)
+	p.got(20)
+	if !p.streaming || p.pause != 400*time.Microsecond {
+		t.Fatalf("streaming %v, pause %v: the set-up did not stream", p.streaming, p.pause)
+	}
+	p.hold()
+	if p.streaming || p.pause != p.min || p.full || p.since != 0 {
+		t.Errorf("after hold: streaming %v, pause %v, full %v, since %d; want a loop waiting to be woken, at Pause",
+			p.streaming, p.pause, p.full, p.since)
+	}
+}
+
+// A requester with all the atomics it may have outstanding waits for their
+// ATOMIC ACKs: a pausing responder must not pause before reading its next
+// ones, or each of its round trips takes a pause.
+func TestAPausingResponderDoesNotPauseForARequesterWaitingOnItsAtomics(t *testing.T) {
+	cfg := testResponderConfig("127.0.0.1")
+	if !cfg.KernelWait {
+		t.Skip("the responders of this run wait in the poller, where a loop cannot pause")
+	}
+	const depth = 8
+	cfg.Pause, cfg.PauseMax = time.Millisecond, time.Millisecond
+	cfg.AtomicDepth = depth
+	cfg.ReadLoops = 1
+	reg := newRegion(t, 4096)
+	resp := startResponder(t, cfg)
+	m, _ := resp.RegisterMR("m", reg, AccessRemoteAtomic)
+	q := dial(t, testRequesterConfig(resp.LocalAddr()))
+	q.SetTargets([]Target{targetOf(m)})
+
+	ops := make([]memop.Op, 4*depth)
+	for i := range ops {
+		ops[i] = memop.Op{Kind: memop.FetchAdd, Offset: 8 * uint64(i%depth), Delta: 1}
+	}
+	st := resp.Stats()
+	const rounds = 50
+	for range rounds {
+		if err := q.Apply(ops); err != nil {
+			t.Fatal(err)
+		}
+		flush(t, q)
+	}
+	for i := range depth {
+		if v, _ := reg.Load64(8 * uint64(i)); v != 4*rounds {
+			t.Fatalf("counter %d = %d, want %d", i, v, 4*rounds)
+		}
+	}
+	// At least 4 round trips of depth atomics per Apply: 200 reads that
+	// each answer the requester's whole allowance. Some reads may find
+	// part of one (the requester's sends and the loop's reads interleave);
+	// a loop that paused after every read of the atomics would pause about
+	// once per round trip.
+	pauses, batches := st.Pauses.Load(), st.Batches.Load()
+	if pauses*4 > batches {
+		t.Errorf("%d pauses in %d reads: the loop paused for a requester that waited on its atomics", pauses, batches)
+	}
+}

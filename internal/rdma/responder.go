@@ -148,6 +148,12 @@ type loop struct {
 	cmOut roce.CM
 	mad   []byte
 	now   int64
+	// rounds counts a UDP loop's reads, each answered at its end;
+	// waited is set when a requester had all the READ and atomic
+	// requests it may have out among those answered in the last two
+	// (owe).
+	rounds uint64
+	waited bool
 
 	// received counts the packets this loop received (the sum over loops
 	// is Stats().Packets); published with the hot counters.
@@ -603,6 +609,13 @@ func (l *loop) run() error {
 		}
 		l.flushACKs()
 		l.flush()
+		l.rounds++
+		if l.waited {
+			// A requester waits for these responses: its next
+			// requests come a round trip after them, not a pause.
+			l.waited = false
+			p.hold()
+		}
 		l.mu.Unlock()
 		if len(l.slow) > 0 {
 			l.runSlow()
@@ -661,6 +674,13 @@ func (p *pacer) got(n int) {
 		p.pause = min(2*p.pause, p.max)
 	}
 	p.since = 0
+}
+
+// hold ends the streaming after a read whose responses a requester waits
+// for, all its READ and atomic requests outstanding (loop.owe): the next
+// read waits to be woken by its next request, as without a pause.
+func (p *pacer) hold() {
+	p.streaming, p.full, p.since, p.empties, p.pause = false, false, 0, 0, p.min
 }
 
 // empty notes a read after a pause that found nothing.

@@ -194,6 +194,7 @@ func (l *loop) onREQ(req *roce.ConnectRequest, tid uint64, from netip.AddrPort, 
 		ePSN:         r.newPSN(),
 		advPSN:       req.StartingPSN & roce.PSNMask,
 		atomics:      make([]atomicResult, r.cfg.AtomicDepth),
+		depth:        res,
 	}
 	m := &l.cmOut
 	*m = roce.CM{Header: roce.CMHeader(roce.AttrREP, tid)}

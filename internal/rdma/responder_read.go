@@ -55,6 +55,7 @@ func (l *loop) read(q *qp, p *roce.Packet) {
 	q.sinceACK = 0
 	st.Reads.Add(1)
 	st.ReadBytes.Add(n)
+	l.owe(q)
 	l.readRespond(q, data, psn)
 }
 
