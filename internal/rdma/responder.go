@@ -151,7 +151,7 @@ type loop struct {
 	// rounds counts a UDP loop's reads, each answered at its end;
 	// waited is set when a requester had all the READ and atomic
 	// requests it may have out among those answered in the last two
-	// (owe).
+	// (qp.owe).
 	rounds uint64
 	waited bool
 
@@ -677,7 +677,7 @@ func (p *pacer) got(n int) {
 }
 
 // hold ends the streaming after a read whose responses a requester waits
-// for, all its READ and atomic requests outstanding (loop.owe): the next
+// for, all its READ and atomic requests outstanding (qp.owe): the next
 // read waits to be woken by its next request, as without a pause.
 func (p *pacer) hold() {
 	p.streaming, p.full, p.since, p.empties, p.pause = false, false, 0, 0, p.min

@@ -58,7 +58,7 @@ type qp struct {
 	// outstanding (the REP's responder resources); owed counts those
 	// answered in the owner loop's current read (owedAt names it:
 	// loop.rounds) and owedBefore in the read before, to tell when it
-	// had all of them out and waits (loop.owe).
+	// had all of them out and waits (qp.owe).
 	depth      int
 	owed       int
 	owedBefore int
@@ -143,7 +143,7 @@ func (l *loop) handleRC(q *qp, p *roce.Packet) {
 		q.ackPending = false
 		q.sinceACK = 0
 		l.respond(q, roce.OpAtomicACK, roce.ACKUnlimited, psn, orig)
-		l.owe(q)
+		q.owe()
 	default:
 		q.sinceACK++
 		if p.BTH.AckReq || q.sinceACK >= r.cfg.ACKCoalesce {
@@ -196,17 +196,17 @@ func (l *loop) duplicate(q *qp, p *roce.Packet) {
 	}
 }
 
-// owe notes a READ or atomic request answered in a UDP loop's current read
-// (a round). When a QP's requester had its whole allowance (depth) among
-// those of this read and the one before (its requests come in runs, one
-// per run of responses it gets, and a read may find one run of two), it
-// can send nothing more until their responses reach it: the loop then must
-// not pause before its next read (l.waited, pacer.hold), or every round
-// trip of that requester would take a pause. AF_XDP loops keep their
-// reader's pause (xdp.Config.Coalesce): on the VM of docs/BENCHMARKS.md
-// skipping it there cost wake-ups without raising the rate.
-// Called with the lock of q's owner held, whose reads these are.
-func (l *loop) owe(q *qp) {
+// owe notes a READ or atomic request of q answered in its owner loop's
+// current read (a round). When the requester had its whole allowance
+// (depth) among those of this read and the one before (its requests come
+// in runs, one per run of responses it gets, and a read may find one run
+// of two), it can send nothing more until their responses reach it: the
+// loop then must not pause before its next read (loop.waited,
+// pacer.hold), or every round trip of that requester would take a pause.
+// AF_XDP loops keep their reader's pause (xdp.Config.Coalesce): on the VM
+// of docs/BENCHMARKS.md skipping it there cost wake-ups without raising
+// the rate. Called with the owner's lock held.
+func (q *qp) owe() {
 	o := q.owner
 	if o.xdp {
 		return

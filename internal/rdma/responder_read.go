@@ -55,7 +55,7 @@ func (l *loop) read(q *qp, p *roce.Packet) {
 	q.sinceACK = 0
 	st.Reads.Add(1)
 	st.ReadBytes.Add(n)
-	l.owe(q)
+	q.owe()
 	l.readRespond(q, data, psn)
 }
 
