@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
 	"strconv"
 	"time"
 
 	"github.com/dta-go/dta/internal/admit"
 	"github.com/dta-go/dta/internal/transport/xdp"
 	"github.com/dta-go/dta/rdma/requester"
+	"github.com/dta-go/dta/rdma/sock"
 	"github.com/dta-go/dta/wire/roce"
 )
 
@@ -229,8 +228,9 @@ func DefaultXDPConfig(iface string) xdp.Config {
 // Validate reports every field out of range, naming it.
 func (c ResponderConfig) Validate() error {
 	var errs []error
-	if err := validateHostPort(c.Addr, true); err != nil {
-		errs = append(errs, fmt.Errorf("rdma: ResponderConfig.Addr: %w", err))
+	_, port, addrErr := sock.ParseLocal(c.Addr)
+	if addrErr != nil {
+		errs = append(errs, fmt.Errorf("rdma: ResponderConfig.Addr: %w", addrErr))
 	}
 	if _, ok := roce.MTUFromBytes(c.MTU); !ok {
 		errs = append(errs, fmt.Errorf("rdma: ResponderConfig.MTU = %d, want 256, 512, 1024, 2048 or 4096", c.MTU))
@@ -271,7 +271,7 @@ func (c ResponderConfig) Validate() error {
 		if err := x.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("rdma: ResponderConfig.XDP: %w", err))
 		}
-		if _, port, err := net.SplitHostPort(c.Addr); err == nil && port == "0" {
+		if addrErr == nil && port == 0 {
 			errs = append(errs, fmt.Errorf("rdma: ResponderConfig.Addr = %q: XDP steers a fixed port, not 0", c.Addr))
 		}
 	}
@@ -295,21 +295,4 @@ func appendRange(errs []error, name string, v, lo, hi int) []error {
 		errs = append(errs, fmt.Errorf("rdma: %s = %d, want %d to %d", name, v, lo, hi))
 	}
 	return errs
-}
-
-func validateHostPort(s string, allowZeroPort bool) error {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return err
-	}
-	if host != "" {
-		if _, err := netip.ParseAddr(host); err != nil {
-			return fmt.Errorf("%q: host must be an IP address or empty", s)
-		}
-	}
-	p, err := strconv.ParseUint(port, 10, 16)
-	if err != nil || (p == 0 && !allowZeroPort) {
-		return fmt.Errorf("%q: bad port", s)
-	}
-	return nil
 }

@@ -4,11 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
-	"strconv"
 	"time"
 
+	"github.com/dta-go/dta/rdma/sock"
 	"github.com/dta-go/dta/wire/roce"
 )
 
@@ -125,10 +124,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("requester: Config.Collector %q: want an IP address", c.Collector))
 	}
 	if c.Local != "" {
-		if err := validateHostPort(c.Local); err != nil {
+		if a, _, err := sock.ParseLocal(c.Local); err != nil {
 			errs = append(errs, fmt.Errorf("requester: Config.Local: %w", err))
-		} else if host, _, _ := net.SplitHostPort(c.Local); host != "" {
-			a, _ := netip.ParseAddr(host)
+		} else if a.IsValid() {
 			if a = a.Unmap(); !a.IsUnspecified() && a.Is4() != c.Collector.Addr().Unmap().Is4() {
 				errs = append(errs, fmt.Errorf("requester: Config.Local %q and Collector %s are of different IP versions", c.Local, c.Collector))
 			}
@@ -167,22 +165,4 @@ func appendRange(errs []error, name string, v, lo, hi int) []error {
 		errs = append(errs, fmt.Errorf("requester: %s = %d, want %d to %d", name, v, lo, hi))
 	}
 	return errs
-}
-
-// validateHostPort checks "host:port" with an IP address or empty host and
-// a port (0 allowed: any free port).
-func validateHostPort(s string) error {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return err
-	}
-	if host != "" {
-		if _, err := netip.ParseAddr(host); err != nil {
-			return fmt.Errorf("%q: host must be an IP address or empty", s)
-		}
-	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return fmt.Errorf("%q: bad port", s)
-	}
-	return nil
 }
