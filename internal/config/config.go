@@ -28,6 +28,7 @@ import (
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/internal/translator"
 	"github.com/dta-go/dta/internal/translator/rule"
+	"github.com/dta-go/dta/rdma/sock"
 )
 
 //go:embed default.yaml
@@ -225,11 +226,10 @@ func (f *File) Validate() error {
 	if n := f.Collector.ReadLoops; n < 1 || n > maxReadLoops {
 		return fmt.Errorf("collector.read_loops: %d (want 1 to %d)", n, maxReadLoops)
 	}
-	pc := rdma.DefaultResponderConfig()
-	pc.Addr = f.Collector.RDMA
-	if err := pc.Validate(); err != nil {
+	if _, _, err := sock.ParseLocal(f.Collector.RDMA); err != nil {
 		return fmt.Errorf("collector.rdma: %q: want an IP address (or nothing) and a port, as 127.0.0.1:4791 or :4791", f.Collector.RDMA)
 	}
+	pc := rdma.DefaultResponderConfig()
 	pc.Addr, pc.Pause, pc.PauseMax = "127.0.0.1:0", f.Collector.Pause, f.Collector.PauseMax
 	if err := pc.Validate(); err != nil {
 		return fmt.Errorf("collector.pause %v, collector.pause_max %v: want pause 0 or 10us to 1ms, pause_max 0 or pause to 10ms", f.Collector.Pause, f.Collector.PauseMax)
