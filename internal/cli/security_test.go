@@ -597,3 +597,49 @@ func TestSIGHUPServesARenewedCertificate(t *testing.T) {
 		t.Fatalf("after a refused renewal the serial is %d, want %d", s, serial2)
 	}
 }
+
+func TestUpAnswersEveryPathAsTheAPIDoesAndRefusesCrossSiteResets(t *testing.T) {
+	udpAddr, base := startUp(t)
+	sendIncrements(t, udpAddr, 5)
+	eventually(t, "five increments land", func() error {
+		if c := count(t, base, ""); c != 5 {
+			return fmt.Errorf("count %d", c)
+		}
+		return nil
+	})
+	for _, tc := range []struct {
+		name, method, path, origin string
+		want                       int
+		counted                    string
+	}{
+		{"a PUT of the metrics", "PUT", "/metrics", "", 405, `dta_query_errors_total{endpoint="other",reason="method"}`},
+		{"a POST of the dashboard", "POST", "/", "", 405, `dta_query_errors_total{endpoint="other",reason="method"}`},
+		{"a path outside the API", "GET", "/nope", "", 404, `dta_query_errors_total{endpoint="other",reason="no_route"}`},
+		{"a reset sent by another site's page", "POST", "/v1/stores/keyincrement/keyincrement:reset", "http://evil.example", 403, `dta_http_refused_total{reason="cross_origin"}`},
+	} {
+		req, err := http.NewRequest(tc.method, base+tc.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+			req.Header.Set("Sec-Fetch-Site", "cross-site")
+		}
+		before := max(metric(t, base, "", tc.counted), 0) // -1: not exported until counted
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || !strings.HasPrefix(string(body), `{"error":`) {
+			t.Errorf("%s: %d %s, want %d and a JSON error", tc.name, resp.StatusCode, body, tc.want)
+		}
+		if after := metric(t, base, "", tc.counted); after != before+1 {
+			t.Errorf("%s: %s went %v → %v, want one more", tc.name, tc.counted, before, after)
+		}
+	}
+	if c := count(t, base, ""); c != 5 {
+		t.Fatalf("after a refused cross-site reset the count is %d, want 5", c)
+	}
+}

@@ -1,13 +1,18 @@
 package httpguard
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,7 +48,7 @@ type Limits struct {
 	IdleTimeout       time.Duration // a keep-alive connection waiting for its next request
 	MaxHeaderBytes    int           // request line and headers
 	MaxBodyBytes      int64         // request body
-	MaxRequests       int           // requests served at once (streams not included)
+	MaxRequests       int           // requests served at once (streams not included), and bodies received at once
 	MaxStreams        int           // long polls and notification streams open at once
 }
 
@@ -116,7 +121,9 @@ type Config struct {
 type Guard struct {
 	cfg     Config
 	access  atomic.Pointer[accessState]
+	cop     *http.CrossOriginProtection
 	reqs    chan struct{}
+	bodies  chan struct{}
 	streams chan struct{}
 	stats   Stats
 	logger  *slog.Logger
@@ -143,7 +150,9 @@ func New(cfg Config, logger *slog.Logger) (*Guard, error) {
 	}
 	g := &Guard{
 		cfg:     cfg,
+		cop:     http.NewCrossOriginProtection(),
 		reqs:    make(chan struct{}, cfg.Limits.MaxRequests),
+		bodies:  make(chan struct{}, cfg.Limits.MaxRequests),
 		streams: make(chan struct{}, cfg.Limits.MaxStreams),
 		logger:  logger,
 		limiter: ratelog.New(logger, int(NumReasons), 10*time.Second),
@@ -175,29 +184,46 @@ func (g *Guard) Stats() *Stats { return &g.stats }
 // Limits returns the limits the guard enforces.
 func (g *Guard) Limits() Limits { return g.cfg.Limits }
 
-// Handler wraps next: authentication, body size, concurrency.
+// Handler wraps next: cross-origin protection, authentication, body size
+// and receipt, concurrency.
+//
+// A request with a body has it received whole (bounded by MaxBodyBytes)
+// before it takes one of MaxRequests, while it holds one of as many body
+// slots: a client that sends its body slowly, or not at all, holds a body
+// slot until ReadTimeout ends it, and never the slots that GETs and
+// /healthz need.
 func (g *Guard) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.stats.Requests.Add(1)
+		// A browser page of another site may send simple POSTs here (a
+		// form); such requests must not change state or read with a body.
+		if g.cop.Check(r) != nil {
+			g.refuse(w, r, ReasonCrossOrigin, "")
+			return
+		}
 		a := g.access.Load()
 		if a.Tokens != nil && !slices.Contains(a.Open, r.URL.Path) && (g.cfg.Public == nil || !g.cfg.Public(r)) {
 			if reason := g.authenticate(a, r); reason != NumReasons {
-				g.refuse(w, r, reason)
+				g.refuse(w, r, reason, "")
 				return
 			}
 		}
 		if r.ContentLength > g.cfg.Limits.MaxBodyBytes {
-			g.refuse(w, r, ReasonBodyTooLarge)
+			g.refuse(w, r, ReasonBodyTooLarge, "")
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = http.MaxBytesReader(w, r.Body, g.cfg.Limits.MaxBodyBytes)
+			buf, ok := g.receive(w, r)
+			if !ok {
+				return
+			}
+			defer putBuffer(buf)
 		}
 		if g.cfg.Stream != nil && g.cfg.Stream(r) {
 			select {
 			case g.streams <- struct{}{}:
 			default:
-				g.refuse(w, r, ReasonTooManyStreams)
+				g.refuse(w, r, ReasonTooManyStreams, "")
 				return
 			}
 			g.stats.Streams.Add(1)
@@ -206,7 +232,7 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 			select {
 			case g.reqs <- struct{}{}:
 			default:
-				g.refuse(w, r, ReasonTooManyRequests)
+				g.refuse(w, r, ReasonTooManyRequests, "")
 				return
 			}
 			g.stats.InFlight.Add(1)
@@ -214,6 +240,50 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// receive reads r's body whole into a pooled buffer, holding a body slot
+// while it does, and replaces r.Body with it. When the body cannot be had
+// it answers the request and returns false.
+func (g *Guard) receive(w http.ResponseWriter, r *http.Request) (*bytes.Buffer, bool) {
+	select {
+	case g.bodies <- struct{}{}:
+	default:
+		g.refuse(w, r, ReasonTooManyRequests, fmt.Sprintf("busy: %d request bodies being received; retry after 1 s", g.cfg.Limits.MaxRequests))
+		return nil, false
+	}
+	g.stats.Bodies.Add(1)
+	buf := bufferPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, g.cfg.Limits.MaxBodyBytes))
+	g.stats.Bodies.Add(-1)
+	<-g.bodies
+	if err != nil {
+		putBuffer(buf)
+		var tooLarge *http.MaxBytesError
+		var ne net.Error
+		switch {
+		case errors.As(err, &tooLarge):
+			g.refuse(w, r, ReasonBodyTooLarge, "")
+		case errors.As(err, &ne) && ne.Timeout():
+			g.refuse(w, r, ReasonBodyTimeout, "")
+		default:
+			g.refuse(w, r, ReasonBadBody, err.Error())
+		}
+		return nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
+	r.ContentLength = int64(buf.Len())
+	return buf, true
+}
+
+// bufferPool holds request body buffers; putBuffer keeps only small ones.
+var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() <= 64<<10 {
+		bufferPool.Put(b)
+	}
 }
 
 // authenticate returns why r may not proceed, or NumReasons when it may.
@@ -243,7 +313,8 @@ type errorBody struct {
 }
 
 // refuse answers, counts and (at a bounded rate) logs a refused request.
-func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, reason Reason) {
+// detail, when not empty, says more (a body's read error).
+func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, reason Reason, detail string) {
 	g.stats.Refused[reason].Add(1)
 	if ok, n := g.limiter.Allow(int(reason), time.Now().UnixNano()); ok {
 		g.logger.Warn("http request refused", "reason", reason.String(), "remote", r.RemoteAddr,
@@ -272,9 +343,20 @@ func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, reason Reason) {
 	case ReasonTooManyRequests:
 		h.Set("Retry-After", "1")
 		msg = fmt.Sprintf("busy: %d requests in progress; retry after 1 s", g.cfg.Limits.MaxRequests)
+		if detail != "" {
+			msg = detail
+		}
 	case ReasonTooManyStreams:
 		h.Set("Retry-After", "1")
 		msg = fmt.Sprintf("busy: %d streams and long polls open; retry after 1 s", g.cfg.Limits.MaxStreams)
+	case ReasonCrossOrigin:
+		msg = fmt.Sprintf("%s %s: refused from a web page of another origin (Origin %s); only this server's own pages, and programs that send no Origin, may", r.Method, shortPath(r.URL.Path), shortPath(r.Header.Get("Origin")))
+	case ReasonBodyTimeout:
+		msg = fmt.Sprintf("body: not received within %v (read_timeout)", g.cfg.Limits.ReadTimeout)
+		h.Set("Connection", "close")
+	case ReasonBadBody:
+		msg = "body: could not be read: " + shortText(detail)
+		h.Set("Connection", "close")
 	}
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
@@ -283,10 +365,21 @@ func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, reason Reason) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	body := errorBody{Message: msg}
-	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+	switch {
+	case reason == ReasonCrossOrigin:
+		body.Field = "Origin"
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		body.Field = "Authorization"
 	}
 	_ = enc.Encode(body)
+}
+
+// shortText bounds text from outside in a message.
+func shortText(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
 }
 
 func shortPath(p string) string {

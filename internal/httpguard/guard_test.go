@@ -429,3 +429,138 @@ func TestBadLimitsNameTheKey(t *testing.T) {
 		}
 	}
 }
+
+func TestSlowBodiesDoNotStarveQueries(t *testing.T) {
+	l := DefaultLimits()
+	l.ReadHeaderTimeout, l.ReadTimeout, l.MaxRequests = 200*time.Millisecond, 700*time.Millisecond, 4
+	g, err := New(Config{Limits: l}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBackend()
+	addr := serve(t, g, b)
+	// Six clients each promise a 1000-byte body and send ten bytes of it.
+	var slow []net.Conn
+	for range 6 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte("POST /v1/body HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"keys\":[1"))
+		slow = append(slow, c)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for g.Stats().Bodies.Load() < 4 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Queries go on while every body slot is held.
+	for range 5 {
+		if status, _, _ := call(t, "GET", "http://"+addr+"/v1/value"); status != 200 {
+			t.Fatalf("a query while slow bodies hold every body slot: %d", status)
+		}
+	}
+	var timeouts, busy int
+	for i, c := range slow {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("slow client %d: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusRequestTimeout && strings.Contains(string(body), "read_timeout"):
+			timeouts++
+		case resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), "bodies"):
+			busy++
+		default:
+			t.Fatalf("slow client %d: %d %s", i, resp.StatusCode, body)
+		}
+	}
+	if timeouts != 4 || busy != 2 || g.Stats().Refused[ReasonBodyTimeout].Load() != 4 || b.calls.Load() != 5 {
+		t.Fatalf("%d timed out, %d busy, counted %d timeouts; the backend served %d requests, want the 5 queries",
+			timeouts, busy, g.Stats().Refused[ReasonBodyTimeout].Load(), b.calls.Load())
+	}
+	if g.Stats().Bodies.Load() != 0 {
+		t.Fatalf("%d bodies still counted as being received", g.Stats().Bodies.Load())
+	}
+}
+
+func TestABodyThatCannotBeReadIsRefusedBeforeTheAPI(t *testing.T) {
+	g, err := New(Config{Limits: DefaultLimits()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBackend()
+	addr := serve(t, g, b)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("POST /v1/body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nxx\r\n0\r\n\r\n"))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(body), "body: could not be read") ||
+		g.Stats().Refused[ReasonBadBody].Load() != 1 || b.calls.Load() != 0 {
+		t.Fatalf("a bad chunked body: %d %s, counted %d, backend calls %d", resp.StatusCode, body,
+			g.Stats().Refused[ReasonBadBody].Load(), b.calls.Load())
+	}
+	// A good body reaches the backend whole.
+	resp2, err := http.Post("http://"+addr+"/v1/body", "application/json", strings.NewReader(strings.Repeat("z", 3000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if resp2.StatusCode != 200 || b.calls.Load() != 1 {
+		t.Fatalf("a good body: %d, backend calls %d", resp2.StatusCode, b.calls.Load())
+	}
+}
+
+func TestCrossOriginBrowserRequestsMayNotChangeState(t *testing.T) {
+	cases := []struct {
+		name    string
+		method  string
+		path    string
+		headers map[string]string
+		want    int
+	}{
+		{"a reset from another site's page", "POST", "/v1/value:reset", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "http://evil.example"}, 403},
+		{"a reset from an older browser naming another origin", "POST", "/v1/value:reset", map[string]string{"Origin": "http://evil.example"}, 403},
+		{"a read with a body from another site's page", "POST", "/v1/body", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{"a GET from another site's page", "GET", "/v1/value", map[string]string{"Sec-Fetch-Site": "cross-site"}, 200},
+		{"a reset from the dashboard's own page", "POST", "/v1/value:reset", map[string]string{"Sec-Fetch-Site": "same-origin"}, 200},
+		{"a reset from a program (no browser headers)", "POST", "/v1/value:reset", nil, 200},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g, b, srv := testGuard(t, Access{}, DefaultLimits())
+			req, err := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader("x=1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			for k, v := range tc.headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.want)
+			}
+			refused := resp.StatusCode == 403
+			if refused && (b.value.Load() != 42 || b.calls.Load() != 0 || g.Stats().Refused[ReasonCrossOrigin].Load() != 1) {
+				t.Fatalf("refused, yet value %d, backend calls %d, counted %d", b.value.Load(), b.calls.Load(), g.Stats().Refused[ReasonCrossOrigin].Load())
+			}
+		})
+	}
+}

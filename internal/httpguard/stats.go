@@ -14,20 +14,24 @@ const (
 	ReasonMalformedToken                // 401: Authorization is not one "Bearer <token>"
 	ReasonInvalidToken                  // 401: the token is not in the token file
 	ReasonForbidden                     // 403: a read token on a request that changes state
-	ReasonBodyTooLarge                  // 413: Content-Length above max_body_bytes
-	ReasonTooManyRequests               // 503: max_requests requests in progress
+	ReasonBodyTooLarge                  // 413: a body above max_body_bytes (declared or read)
+	ReasonTooManyRequests               // 503: max_requests requests in progress (or bodies being received)
 	ReasonTooManyStreams                // 503: max_streams streams and long polls open
+	ReasonCrossOrigin                   // 403: a browser's cross-origin request that would change state
+	ReasonBodyTimeout                   // 408: the body did not arrive within read_timeout
+	ReasonBadBody                       // 400: the body could not be read (cut short, bad chunked encoding)
 	NumReasons
 )
 
 var reasonNames = [NumReasons]string{
 	"missing_token", "malformed_token", "invalid_token", "forbidden", "body_too_large",
-	"too_many_requests", "too_many_streams",
+	"too_many_requests", "too_many_streams", "cross_origin", "body_timeout", "bad_body",
 }
 
 var reasonStatus = [NumReasons]int{
 	http.StatusUnauthorized, http.StatusUnauthorized, http.StatusUnauthorized, http.StatusForbidden,
 	http.StatusRequestEntityTooLarge, http.StatusServiceUnavailable, http.StatusServiceUnavailable,
+	http.StatusForbidden, http.StatusRequestTimeout, http.StatusBadRequest,
 }
 
 // String returns the reason's metric label, e.g. "invalid_token".
@@ -51,5 +55,6 @@ type Stats struct {
 	Requests atomic.Uint64             // requests seen
 	Refused  [NumReasons]atomic.Uint64 // requests refused, by reason
 	InFlight atomic.Int64              // requests (not streams) being served now
+	Bodies   atomic.Int64              // request bodies being received now
 	Streams  atomic.Int64              // streams and long polls open now
 }

@@ -14,9 +14,10 @@ type HTTPGuard struct{ G *httpguard.Guard }
 
 var (
 	hgRequests = desc("http_requests_total", "HTTP requests received (before authentication and limits).")
-	hgRefused  = desc("http_refused_total", "HTTP requests refused before reaching the API, by reason (401, 403, 413, 503).", "reason")
+	hgRefused  = desc("http_refused_total", "HTTP requests refused before reaching the API, by reason (400, 401, 403, 408, 413, 503).", "reason")
 	hgInFlight = desc("http_in_flight_requests", "HTTP requests being served now (streams aside).")
 	hgStreams  = desc("http_open_streams", "Long polls and notification streams open now.")
+	hgBodies   = desc("http_receiving_bodies", "Request bodies being received now (before their request is served).")
 	hgLimits   = desc("http_limit", "The HTTP server's bounds: max_requests, max_streams.", "limit")
 	hgAuth     = desc("http_auth_tokens", "Bearer tokens accepted now (0: authentication off).")
 	hgCertEnd  = desc("http_tls_certificate_expiry_seconds", "Expiry of the TLS certificate in force, Unix time (absent without TLS).")
@@ -24,7 +25,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c HTTPGuard) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{hgRequests, hgRefused, hgInFlight, hgStreams, hgLimits, hgAuth, hgCertEnd} {
+	for _, d := range []*prometheus.Desc{hgRequests, hgRefused, hgInFlight, hgStreams, hgBodies, hgLimits, hgAuth, hgCertEnd} {
 		ch <- d
 	}
 }
@@ -38,6 +39,7 @@ func (c HTTPGuard) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(ch, hgInFlight, float64(s.InFlight.Load()))
 	gauge(ch, hgStreams, float64(s.Streams.Load()))
+	gauge(ch, hgBodies, float64(s.Bodies.Load()))
 	l := c.G.Limits()
 	gauge(ch, hgLimits, float64(l.MaxRequests), "max_requests")
 	gauge(ch, hgLimits, float64(l.MaxStreams), "max_streams")

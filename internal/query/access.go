@@ -22,11 +22,11 @@ func ChangesState(r *http.Request) bool {
 }
 
 // IsStream reports whether r may stay open long: the notification stream,
-// and an Append poll that asks to wait. The composition root bounds these
-// separately from other requests (max_streams), so that readers following
-// lists never starve queries.
+// and an Append poll that asks to wait (by GET, or HEAD, which waits as GET
+// does). The composition root bounds these separately from other requests
+// (max_streams), so that readers following lists never starve queries.
 func IsStream(r *http.Request) bool {
-	if r.Method != http.MethodGet {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
 	}
 	p := r.URL.Path

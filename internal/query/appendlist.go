@@ -204,6 +204,9 @@ func (s *Server) appendReset(w http.ResponseWriter, r *http.Request, st *store.S
 	if _, err := parseQuery(r.URL.RawQuery); err != nil {
 		return err
 	}
+	if err := noBody(r); err != nil {
+		return err
+	}
 	if st.Append == nil {
 		return internal(errNoStoreKind)
 	}

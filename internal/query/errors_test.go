@@ -67,6 +67,13 @@ func TestEveryBadRequestGetsAJSONError(t *testing.T) {
 		{"parameters to the store list", "GET", "/v1/stores?verbose=1", "", 400, ReasonInvalid, "verbose", "takes none"},
 		{"parameters to the notification stream", "GET", "/v1/notifications?store=x", "", 400, ReasonInvalid, "store", "takes none"},
 		{"parameters to a reset", "POST", "/v1/stores/append/append:reset?list=1", "", 400, ReasonInvalid, "list", "takes none"},
+		{"a body to an Append reset (which resets every list)", "POST", "/v1/stores/append/append:reset", `{"lists":[1]}`, 400, ReasonInvalid, "", "takes no body"},
+		{"a body to a Key-Increment reset", "POST", "/v1/stores/keyincrement/keyincrement:reset", "garbage{{{", 400, ReasonInvalid, "", "takes no body"},
+		{"parameters to the epoch list", "GET", "/v1/epochs?x=1", "", 400, ReasonInvalid, "x", "takes none"},
+		{"at given twice", "GET", "/v1/stores/keywrite/keywrite?key=1&at=1&at=2", "", 400, ReasonInvalid, "at", "given 2 times"},
+		{"at with a wait of zero spelt 0.0", "GET", "/v1/stores/append/append/0?at=1&wait=0.0", "", 400, ReasonInvalid, "at", "keeps no history"},
+		{"at with a wait", "GET", "/v1/stores/append/append/0?at=1&wait=0.5", "", 400, ReasonInvalid, "at", "drop wait"},
+		{"an unknown parameter with a long name", "GET", "/v1/stores?" + long + "=1", "", 400, ReasonInvalid, long[:80] + "...", "(200 bytes, shortened)"},
 
 		// Batch bodies.
 		{"an empty body", "POST", "/v1/stores/keywrite/keywrite:batch", "", 400, ReasonInvalid, "", "ends early"},
@@ -84,6 +91,7 @@ func TestEveryBadRequestGetsAJSONError(t *testing.T) {
 		{"a bad key among good ones", "POST", "/v1/stores/keywrite/keywrite:batch", `{"keys": ["1", "2", "0xzz"]}`, 400, ReasonInvalid, "keys[2]", "bad hex"},
 		{"more keys than a batch may carry", "POST", "/v1/stores/keywrite/keywrite:batch", `{"keys": [1,2,3,4,5,6,7,8,9]}`, 400, ReasonInvalid, "keys", "more than 8 in one batch"},
 		{"a body above the size limit", "POST", "/v1/stores/keywrite/keywrite:batch", `{"keys": ["` + strings.Repeat("1", 600) + `"]}`, 413, ReasonTooLarge, "", "larger than 512 bytes"},
+		{"an unknown body field with a long name", "POST", "/v1/stores/keywrite/keywrite:batch", `{"` + long + `": 1}`, 400, ReasonInvalid, long[:80] + "...", "(200 bytes, shortened)"},
 		{"an unknown body field", "POST", "/v1/stores/keywrite/keywrite:batch", `{"keys": ["1"], "copies": 2}`, 400, ReasonInvalid, "copies", `unknown field "copies" (want keys, n, threshold)`},
 		{"a field given twice", "POST", "/v1/stores/keywrite/keywrite:batch", `{"keys": ["1"], "keys": ["2"]}`, 400, ReasonInvalid, "keys", "given twice"},
 		{"data after the object", "POST", "/v1/stores/keywrite/keywrite:batch", `{"keys": ["1"]} {}`, 400, ReasonInvalid, "", "data after the JSON object"},

@@ -41,7 +41,10 @@ type epochsResponse struct {
 }
 
 // listEpochs answers GET /v1/epochs.
-func (s *Server) listEpochs(w http.ResponseWriter, _ *http.Request, _ *store.Store) *apiError {
+func (s *Server) listEpochs(w http.ResponseWriter, r *http.Request, _ *store.Store) *apiError {
+	if _, err := parseQuery(r.URL.RawQuery); err != nil {
+		return err
+	}
 	resp := epochsResponse{Epochs: []Epoch{}}
 	if h := s.cfg.History; h != nil {
 		resp.Durable = true
@@ -62,9 +65,11 @@ func (s *Server) atCatalog(w http.ResponseWriter, r *http.Request, rt route) (*s
 	}
 	at := q.Get("at")
 	switch {
+	case len(q["at"]) > 1:
+		return nil, nil, invalid("at", "at: given %d times, want once", len(q["at"]))
 	case ChangesState(r) || rt.endpoint == EndpointNotifications || rt.endpoint == EndpointEpochs:
-		return nil, nil, invalid("at", "at: %s %s acts on the live stores only", r.Method, r.URL.Path)
-	case q.Get("wait") != "" && q.Get("wait") != "0" && q.Get("wait") != "0s":
+		return nil, nil, invalid("at", "at: %s %s acts on the live stores only", r.Method, quote(r.URL.Path))
+	case waits(q.Get("wait")):
 		return nil, nil, invalid("at", "at: an epoch does not change; drop wait")
 	case s.cfg.History == nil:
 		return nil, nil, invalid("at", "at: this collector keeps no history (start it with --data-dir and history ≥ 1)")
@@ -82,6 +87,13 @@ func (s *Server) atCatalog(w http.ResponseWriter, r *http.Request, rt route) (*s
 	w.Header().Set("X-DTA-Epoch", strconv.FormatUint(e.Epoch, 10))
 	w.Header().Set("X-DTA-Epoch-Time", e.Time.UTC().Format(time.RFC3339Nano))
 	return cat, release, nil
+}
+
+// waits reports whether a wait parameter asks to wait (absent, zero in any
+// spelling, and malformed values do not: the handler rejects the last).
+func waits(wait string) bool {
+	d, err := parseWait(wait)
+	return wait != "" && err == nil && d > 0
 }
 
 // ErrAtSyntax is wrapped by History.Open for an at it cannot parse.

@@ -217,6 +217,9 @@ func (s *Server) keyIncrementReset(w http.ResponseWriter, r *http.Request, st *s
 	if _, err := parseQuery(r.URL.RawQuery); err != nil {
 		return err
 	}
+	if err := noBody(r); err != nil {
+		return err
+	}
 	if st.KeyIncrement == nil {
 		return internal(errNoStoreKind)
 	}

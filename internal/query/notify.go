@@ -21,6 +21,14 @@ func (s *Server) notifications(w http.ResponseWriter, r *http.Request, _ *store.
 	if _, err := parseQuery(r.URL.RawQuery); err != nil {
 		return err
 	}
+	if r.Method == http.MethodHead { // the headers a GET would start with; no stream to hold open
+		h := w.Header()
+		h.Set("Content-Type", "application/x-ndjson")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
 	ch, cancel := s.cat.Subscribe(s.cfg.NotifyBuffer)
 	defer cancel()
 	s.stats.Streams.Add(1)

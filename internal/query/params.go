@@ -266,6 +266,24 @@ func bodyError(err error, field string) *apiError {
 	return invalid(field, "body: not valid JSON: %v", err)
 }
 
+// noBody rejects a request body where the endpoint takes none (the resets,
+// which reset the whole store: a body that meant less, one list say, must
+// not be taken for a reset of everything).
+func noBody(r *http.Request) *apiError {
+	if r.Body == nil {
+		return nil
+	}
+	var b [1]byte
+	n, err := io.ReadAtLeast(r.Body, b[:], 1)
+	switch {
+	case n > 0:
+		return invalid("", "body: %s %s takes no body (it resets the whole store); send none", r.Method, quote(r.URL.Path))
+	case err != nil && err != io.EOF:
+		return bodyError(err, "")
+	}
+	return nil
+}
+
 // asAPIError recovers the *apiError a decode helper returned as an error.
 func asAPIError(err error) *apiError {
 	var ae *apiError

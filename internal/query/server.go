@@ -247,6 +247,12 @@ func article(p dta.Primitive) string {
 	return "a " + p.String()
 }
 
+// MethodNotAllowed returns a handler answering 405 (JSON, counted) for a
+// path the composition root serves only for methods (GET implies HEAD).
+func (s *Server) MethodNotAllowed(methods ...string) http.Handler {
+	return s.methodNotAllowed(methods)
+}
+
 // methodNotAllowed answers a request for a path served only for other
 // methods.
 func (s *Server) methodNotAllowed(methods []string) http.Handler {
@@ -278,9 +284,17 @@ type apiError struct {
 	Head    *uint64 `json:"head,omitempty"` // cursor_ahead: the list's head
 }
 
+// invalid is a 400 for field (shortened when it names a caller's unknown
+// parameter or JSON field of any length).
 func invalid(field, format string, a ...any) *apiError {
+	if len(field) > maxFieldLen {
+		field = field[:maxFieldLen] + "..."
+	}
 	return &apiError{status: http.StatusBadRequest, reason: ReasonInvalid, Field: field, Message: fmt.Sprintf(format, a...)}
 }
+
+// maxFieldLen bounds the field an error names.
+const maxFieldLen = 80
 
 func internal(err error) *apiError {
 	return &apiError{status: http.StatusInternalServerError, reason: ReasonInternal, Message: "internal error: " + err.Error()}

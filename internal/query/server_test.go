@@ -3,6 +3,7 @@ package query
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dta-go/dta/internal/memop"
 	"github.com/dta-go/dta/internal/primitive/keywrite"
 	"github.com/dta-go/dta/internal/primitive/postcard"
+	"github.com/dta-go/dta/internal/primitive/sketchmerge"
 	"github.com/dta-go/dta/internal/store"
+	"github.com/dta-go/dta/sketch"
 	"github.com/dta-go/dta/wire/dta"
 )
 
@@ -474,5 +478,84 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		if err := c.cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), c.field+":") {
 			t.Errorf("%+v: %v, want an error naming %s", c.cfg, err, c.field)
 		}
+	}
+}
+
+func TestAResetWithABodyChangesNothing(t *testing.T) {
+	_, cat, ts := newTestServer(t, testConfig())
+	w := newWriter(t, cat)
+	k := keywrite.CompatKey(5)
+	w.keyIncrement("keyincrement", k[:], 3)
+	w.appendEntries("append", 1, be32(7), be32(8))
+	for _, c := range []struct{ path, body string }{
+		{"/v1/stores/keyincrement/keyincrement:reset", "garbage{{{"},
+		{"/v1/stores/append/append:reset", `{"lists":[1]}`},
+		{"/v1/stores/append/append:reset", "{}"},
+	} {
+		if resp := do(t, ts, http.MethodPost, c.path, c.body, nil); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("POST %s with body %q: status %d, want 400", c.path, c.body, resp.StatusCode)
+		}
+	}
+	var res keyIncrementResult
+	get(t, ts, "/v1/stores/keyincrement/keyincrement?key=5", &res)
+	if res.Count != 3 {
+		t.Errorf("after refused resets the count is %d, want 3", res.Count)
+	}
+	if h, err := cat.ByName("append").Append.Head(1); err != nil || h != 2 {
+		t.Errorf("after refused resets list 1's head is %d (%v), want 2", h, err)
+	}
+}
+
+func TestAHeadOfTheNotificationStreamReturnsAtOnce(t *testing.T) {
+	srv, _, ts := newTestServer(t, testConfig())
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodHead, ts.URL+"/v1/notifications", nil)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatalf("HEAD /v1/notifications: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-ndjson" || srv.Stats().Streams.Load() != 0 {
+		t.Fatalf("status %d, Content-Type %q, streams open %d", resp.StatusCode, resp.Header.Get("Content-Type"), srv.Stats().Streams.Load())
+	}
+	for _, m := range []string{http.MethodGet, http.MethodHead} {
+		r, _ := http.NewRequest(m, "/v1/stores/append/append/0?wait=5s", nil)
+		if !IsStream(r) {
+			t.Errorf("%s of a waiting Append poll is not bounded as a stream", m)
+		}
+	}
+}
+
+func TestTopKNamesEachCandidateOnce(t *testing.T) {
+	_, cat, ts := newTestServer(t, testConfig())
+	st := cat.ByName("sketchmerge")
+	spec := st.SketchMerge.Spec()
+	b := memop.NewBatch(64, 0)
+	sketchmerge.NewOpener(&spec).Open(b, st.Index, 3)
+	if err := cat.Apply(b.Ops); err != nil {
+		t.Fatal(err)
+	}
+	sk, _ := sketch.New(spec.Geometry)
+	for k := range 30 {
+		sk.Update(binary.BigEndian.AppendUint32(nil, uint32(k%3)), int64(k%3+1))
+	}
+	sk.Runs(64, func(r sketch.Run) error {
+		var v []byte
+		for _, c := range r.Counters {
+			v = binary.BigEndian.AppendUint64(v, uint64(c))
+		}
+		b.Reset()
+		spec.Add(b, st.Index, &sketchmerge.Run{Epoch: 3, Row: r.Row, Column: r.Column, Counters: v})
+		return cat.Apply(b.Ops)
+	})
+	var res sketchTopKResponse
+	post(t, ts, "/v1/stores/sketchmerge/sketchmerge:topk?k=5&epoch=3", `{"keys": [2, "2", "0x00000002", 1, 2]}`, &res)
+	var names []string
+	for _, h := range res.Hitters {
+		names = append(names, h.Key)
+	}
+	if !slices.Equal(names, []string{"2", "1"}) || res.Hitters[0].Estimate < 30 {
+		t.Errorf("hitters %+v, want 2 (as first written) then 1, once each", res.Hitters)
 	}
 }

@@ -66,7 +66,7 @@ func sketchEpoch(q url.Values, sm *sketchmerge.Store) (uint32, *apiError) {
 	if v, ok := q["epoch"]; ok {
 		e, err := strconv.ParseUint(v[0], 10, 32)
 		if err != nil || len(v) != 1 {
-			return 0, invalid("epoch", "epoch: %q is not an epoch number (0..4294967295)", v[0])
+			return 0, invalid("epoch", "epoch: %s is not an epoch number (0..4294967295)", quote(v[0]))
 		}
 		return uint32(e), nil
 	}
@@ -143,19 +143,22 @@ func (s *Server) sketchTopK(w http.ResponseWriter, r *http.Request, st *store.St
 	if err != nil {
 		return err
 	}
-	cands := make([][]byte, len(keys))
-	for i, key := range keys {
+	// A key given twice (or in two spellings of the same bytes) is one
+	// candidate, named as the caller first wrote it.
+	cands := make([][]byte, 0, len(keys))
+	byBytes := make(map[string]string, len(keys))
+	for _, key := range keys {
 		var buf [4]byte
-		cands[i] = append([]byte(nil), hashedKey(dta.SketchMerge, key, &buf)...)
+		b := hashedKey(dta.SketchMerge, key, &buf)
+		if _, dup := byBytes[string(b)]; dup {
+			continue
+		}
+		byBytes[string(b)] = key.String()
+		cands = append(cands, append([]byte(nil), b...))
 	}
 	hs, serr := st.SketchMerge.TopK(e, cands, k)
 	if serr != nil {
 		return sketchErr(serr)
-	}
-	// Name each hitter as the caller wrote its key.
-	byBytes := make(map[string]string, len(keys))
-	for i, key := range keys {
-		byBytes[string(cands[i])] = key.String()
 	}
 	res := sketchTopKResponse{Epoch: e, Hitters: make([]sketchEstimate, len(hs))}
 	for i, h := range hs {

@@ -143,7 +143,10 @@ func ParseAt(at string, now time.Time, loc *time.Location) (time.Time, error) {
 			return time.Date(y, m, dd, c.Hour(), c.Minute(), c.Second(), 0, loc), nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("%w: %q is not an epoch number, an RFC 3339 time or a clock time HH:MM[:SS]", ErrBadAt, strings.TrimSpace(at))
+	if at = strings.TrimSpace(at); len(at) > 64 {
+		return time.Time{}, fmt.Errorf("%w: %q... (%d bytes) is not an epoch number, an RFC 3339 time or a clock time HH:MM[:SS]", ErrBadAt, at[:64], len(at))
+	}
+	return time.Time{}, fmt.Errorf("%w: %q is not an epoch number, an RFC 3339 time or a clock time HH:MM[:SS]", ErrBadAt, at)
 }
 
 // openEpoch is an epoch's stores, read back into memory for queries.

@@ -84,7 +84,7 @@ func TestTheCollectorServesTheDashboardBesideItsAPI(t *testing.T) {
 		{"/v1/stores/append/append", "application/json", `"lists":8`, http.StatusOK},
 		{"/metrics", "text/plain", "dta_append_pending_entries", http.StatusOK},
 		{"/ui/missing.js", "text/plain; charset=utf-8", "404", http.StatusNotFound},
-		{"/elsewhere", "text/plain; charset=utf-8", "404", http.StatusNotFound},
+		{"/elsewhere", "application/json", `"error":"no endpoint GET`, http.StatusNotFound},
 	} {
 		status, ctype, body := httpGet(t, base+tt.path)
 		if status != tt.status || !strings.HasPrefix(ctype, tt.ctype) || !strings.Contains(body, tt.contains) {
