@@ -171,3 +171,11 @@ func TestStreamsOverHTTPSOutliveTheWriteTimeout(t *testing.T) {
 		t.Fatalf("the notification stream ended with %v, want the client's deadline", err)
 	}
 }
+
+func TestCAFileRefusesWhatIsNotARegularFile(t *testing.T) {
+	for _, path := range []string{"/dev/zero", t.TempDir()} {
+		if _, err := client.CAFile(path); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("CAFile(%s): %v, want a refusal", path, err)
+		}
+	}
+}

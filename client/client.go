@@ -62,6 +62,9 @@ func (c *Client) storePath(store, rest string) string {
 	return c.base + "/v1/stores/" + url.PathEscape(store) + rest
 }
 
+// ErrNoStore is returned for a request that names no store (an empty name).
+var ErrNoStore = errors.New("client: empty store name")
+
 // do sends a request and decodes a 200 answer into out.
 func (c *Client) do(ctx context.Context, method, u string, body any, out any) error {
 	resp, err := c.send(ctx, method, u, body)
@@ -81,6 +84,9 @@ func (c *Client) do(ctx context.Context, method, u string, body any, out any) er
 
 // send sends a request and returns a 2xx response, or the server's *Error.
 func (c *Client) send(ctx context.Context, method, u string, body any) (*http.Response, error) {
+	if strings.Contains(u, "/v1/stores//") {
+		return nil, ErrNoStore
+	}
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)

@@ -431,3 +431,10 @@ func TestCursorText(t *testing.T) {
 		t.Error("ParseCursor(-1) accepted")
 	}
 }
+
+func TestAnEmptyStoreNameIsRefusedBeforeAnyRequest(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.c.KeyWrite(context.Background(), "", "1", client.KeyWriteOptions{}); !errors.Is(err, client.ErrNoStore) {
+		t.Errorf("KeyWrite with an empty store: %v, want ErrNoStore", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 )
@@ -58,7 +59,7 @@ func WithTLS(cfg *tls.Config) Option {
 // CAFile returns a TLS configuration that trusts only the PEM certificates
 // in path (the collector's CA, or its self-signed certificate), for WithTLS.
 func CAFile(path string) (*tls.Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := readPEM(path)
 	if err != nil {
 		return nil, fmt.Errorf("CA file: %w", err)
 	}
@@ -67,4 +68,32 @@ func CAFile(path string) (*tls.Config, error) {
 		return nil, fmt.Errorf("CA file %s: no PEM certificate in it", path)
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// maxPEMBytes bounds a CA file: far more than any chain of certificates.
+const maxPEMBytes = 1 << 20
+
+// readPEM reads a regular file of at most maxPEMBytes: a device, a FIFO or
+// a directory is refused rather than read without end.
+func readPEM(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPEMBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxPEMBytes {
+		return nil, fmt.Errorf("%s: more than %d bytes", path, maxPEMBytes)
+	}
+	return b, nil
 }

@@ -22,7 +22,8 @@ var ErrNoMembers = errors.New("no collector address")
 // --collectors and of a client's collector list, so that all of them name
 // the members alike. A member without a NAME is named by its address
 // (netip.AddrPort's String: "192.0.2.10:4791", "[2001:db8::1]:4791").
-// Names must be non-empty and distinct. Address parsing is the only
+// Names must be non-empty and distinct, as must addresses; port 0 is
+// refused. Address parsing is the only
 // network knowledge of the package.
 func ParseMembers(s string) ([]Member, error) {
 	if strings.TrimSpace(s) == "" {
@@ -40,13 +41,19 @@ func ParseMembers(s string) ([]Member, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%q: want [NAME=]IP:PORT, e.g. c1=192.0.2.10:4791", item)
 		}
+		if ap.Port() == 0 {
+			return nil, fmt.Errorf("%q: port 0 is no collector's port (the RoCEv2 port is 4791)", item)
+		}
 		if !named {
 			name = ap.String()
 		}
 		if name == "" || seen[name] {
 			return nil, fmt.Errorf("%q: empty or repeated collector name", item)
 		}
-		seen[name] = true
+		if seen["\x00"+ap.String()] {
+			return nil, fmt.Errorf("%q: %v is named twice: one collector under two names would split its keys as if it were two", item, ap)
+		}
+		seen[name], seen["\x00"+ap.String()] = true, true
 		out = append(out, Member{Name: name, Addr: ap})
 	}
 	if len(out) > MaxMembers {

@@ -41,6 +41,8 @@ func TestParseMembersRefusesBadLists(t *testing.T) {
 		"c1=192.0.2.10:4791,c1=192.0.2.11:4791", // a repeated name
 		"192.0.2.10:4791,192.0.2.10:4791",       // a repeated address, hence name
 		"=192.0.2.10:4791",                      // an empty name
+		"192.0.2.10:0",                          // port 0
+		"a=192.0.2.10:4791,b=192.0.2.10:4791",   // one address under two names
 	} {
 		if _, err := partition.ParseMembers(s); err == nil {
 			t.Errorf("%q was accepted", s)

@@ -3,7 +3,6 @@ package reporter
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"strconv"
 	"time"
@@ -61,7 +60,8 @@ type Config struct {
 	// Rate is the largest number of reports per second Send lets through,
 	// enforced by a token bucket that holds max(Batch, Rate × 5 ms) reports
 	// (so that a late wake-up does not lower the rate); Send blocks until a
-	// token is free. 0 means unlimited.
+	// token is free (Close ends a wait longer than 10 ms). 0 means
+	// unlimited; otherwise MinRate to MaxRate.
 	Rate float64
 	// Retransmit sets the retransmittable flag on every datagram. The
 	// Reporter then keeps the last WindowSize datagrams by sequence number,
@@ -113,8 +113,8 @@ func (c Config) Validate() error {
 	if c.FlushInterval < 0 {
 		errs = append(errs, fmt.Errorf("reporter: Config.FlushInterval = %v, want ≥ 0", c.FlushInterval))
 	}
-	if c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) {
-		errs = append(errs, fmt.Errorf("reporter: Config.Rate = %v, want a finite number of reports/s ≥ 0", c.Rate))
+	if c.Rate != 0 && !(c.Rate >= MinRate && c.Rate <= MaxRate) { // NaN fails both
+		errs = append(errs, fmt.Errorf("reporter: Config.Rate = %v, want 0 (unlimited) or %g to %g reports/s", c.Rate, MinRate, MaxRate))
 	}
 	if c.RetransmitTimeout < 0 {
 		errs = append(errs, fmt.Errorf("reporter: Config.RetransmitTimeout = %v, want ≥ 0", c.RetransmitTimeout))
@@ -127,6 +127,13 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// The bounds of Config.Rate other than 0: one report per thousand seconds,
+// and more reports per second than any link carries.
+const (
+	MinRate = 1e-3
+	MaxRate = 1e12
+)
 
 // withDefaults returns c with every zero value replaced by its default.
 func (c Config) withDefaults() Config {

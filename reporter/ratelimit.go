@@ -15,6 +15,10 @@ const burstWindow = 5 * time.Millisecond
 // holds while sleeps stay coarse.
 const minSleep = 50 * time.Microsecond
 
+// longSleep is the shortest wait that Close may end early (a timer and a
+// select); shorter ones sleep without allocating.
+const longSleep = 10 * time.Millisecond
+
 // limiter is a token bucket in its GCRA form: tat is the theoretical arrival
 // time of the next report; a report may go tau early, which lets a burst of
 // burst reports through at once.
@@ -31,8 +35,8 @@ func newLimiter(rate float64, burst int) *limiter {
 	return &limiter{base: time.Now(), interval: iv, tau: float64(max(burst, 1)-1) * iv}
 }
 
-// wait blocks until one more report may go.
-func (l *limiter) wait() {
+// wait blocks until one more report may go, or until done is closed.
+func (l *limiter) wait(done <-chan struct{}) {
 	l.mu.Lock()
 	now := float64(time.Since(l.base))
 	if l.tat < now {
@@ -41,7 +45,17 @@ func (l *limiter) wait() {
 	at := l.tat - l.tau
 	l.tat += l.interval
 	l.mu.Unlock()
-	if d := time.Duration(at - now); d >= minSleep {
+	d := time.Duration(at - now)
+	switch {
+	case d < minSleep:
+	case d < longSleep:
 		time.Sleep(d)
+	default: // long enough to be worth a timer that Close can end
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-done:
+			t.Stop()
+		}
 	}
 }

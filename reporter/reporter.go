@@ -162,7 +162,7 @@ func (r *Reporter) Stats() *Stats { return &r.stats }
 // or the socket's error for the datagram it sent.
 func (r *Reporter) Send(rep *dta.Report, immediate bool) error {
 	if r.lim != nil {
-		r.lim.wait()
+		r.lim.wait(r.done)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

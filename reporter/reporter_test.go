@@ -3,6 +3,7 @@ package reporter
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
@@ -205,6 +206,27 @@ func TestRateLimitIsHonoured(t *testing.T) {
 	}
 }
 
+func TestCloseEndsASendWaitingForItsRate(t *testing.T) {
+	f := newFakeTranslator(t)
+	r := mustNew(t, Config{To: f.addr(), Rate: MinRate}) // one report per 1000 s
+	rep := KeyWrite(mustKey(t, "1"), []byte{0, 0, 0, 42}, 2, 0)
+	if err := r.Send(&rep, false); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Send(&rep, false) }()
+	time.Sleep(50 * time.Millisecond)
+	r.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("the waiting Send returned %v, want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end a Send waiting 1000 s for its token")
+	}
+}
+
 func TestCloseFlushesThePendingBatch(t *testing.T) {
 	f := newFakeTranslator(t)
 	r, err := New(Config{To: f.addr(), Batch: 64, FlushInterval: time.Hour}, nil)
@@ -308,6 +330,9 @@ func TestConfigValidate(t *testing.T) {
 		{"negative Batch", Config{Batch: -1}, "Config.Batch"},
 		{"negative FlushInterval", Config{FlushInterval: -1}, "Config.FlushInterval"},
 		{"negative Rate", Config{Rate: -1}, "Config.Rate"},
+		{"a NaN Rate", Config{Rate: math.NaN()}, "Config.Rate"},
+		{"a Rate too small to schedule", Config{Rate: 1e-300}, "Config.Rate"},
+		{"an infinite Rate", Config{Rate: math.Inf(1)}, "Config.Rate"},
 		{"negative RetransmitTimeout", Config{RetransmitTimeout: -1}, "Config.RetransmitTimeout"},
 		{"Legacy with Retransmit", Config{Legacy: true, Retransmit: true}, "excludes Retransmit"},
 		{"Legacy with batches", Config{Legacy: true, Batch: 2}, "excludes Batch"},

@@ -92,6 +92,8 @@ has a bad ICRC.`,
 			p := &decodePrinter{w: cmd.OutOrStdout(), json: o.output == "json", dec: decode.Decoder{Legacy: o.legacy, Port: o.port, RoCEPort: o.rocePort}, hexRoCE: o.roce, hexIP: o.ip}
 			var err error
 			switch {
+			case o.pcap == "" && cmd.Flags().Changed("pcap"):
+				return usageError("--pcap: empty file name (- reads a capture from stdin)")
 			case o.pcap != "" && len(args) > 0:
 				return usageError("decode: give hex arguments or --pcap, not both")
 			case o.pcap != "" && o.roce:
@@ -167,7 +169,7 @@ func decodeCapture(cmd *cobra.Command, o *decodeOptions, p *decodePrinter) error
 	if o.pcap != "-" {
 		f, err := os.Open(o.pcap)
 		if err != nil {
-			return err
+			return usageError("--pcap: %v", err)
 		}
 		defer f.Close()
 		in = f

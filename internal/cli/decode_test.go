@@ -237,7 +237,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"a truncated report", []string{"decode", "010100"}, "", 1, "error: dta: truncated", "1 of 1 datagrams did not decode"},
 		{"an unknown opcode", []string{"decode", "7f0100", "0101"}, "", 1, "unknown opcode", "1 of 2 datagrams"},
 		{"a bad record in a batch", []string{"decode", "200100020100090200000001000000020100"}, "", 1, "report 2: error: dta: truncated", "did not decode"},
-		{"a missing file", []string{"decode", "--pcap", filepath.Join(t.TempDir(), "none.pcap")}, "", 1, "", "no such file"},
+		{"a missing file", []string{"decode", "--pcap", filepath.Join(t.TempDir(), "none.pcap")}, "", 2, "", "--pcap: open"},
 		{"not a capture", []string{"decode", "--pcap", garbage}, "", 1, "", "not a pcap or pcapng capture"},
 		{"a torn record", []string{"decode", "--pcap", torn}, "", 1, "#1 ", "record 2: unexpected EOF"},
 		{"a bad flag", []string{"decode", "--pcapp", "x"}, "", 2, "", "unknown flag"},

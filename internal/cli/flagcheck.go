@@ -6,7 +6,9 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"net"
 	"os"
+	"strconv"
 )
 
 // checkFloat rejects a float flag that is NaN, infinite or outside
@@ -24,6 +26,23 @@ func checkFloat(flag string, v, lo, hi float64) error {
 func checkInt[T ~int | ~int64 | ~uint | ~uint32 | ~uint64](flag string, v, lo, hi T) error {
 	if v < lo || v > hi {
 		return usageError("--%s: %d out of range [%d, %d]", flag, v, lo, hi)
+	}
+	return nil
+}
+
+// checkHostPort rejects a flag's address unless it is host:port with a
+// host (name or IP) and a port in 1..65535: where packets are sent to.
+func checkHostPort(flag, s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return usageError("--%s: %q: want host:port (%v)", flag, s, err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	switch {
+	case host == "":
+		return usageError("--%s: %q: no host (want host:port, e.g. 127.0.0.1:40040)", flag, s)
+	case err != nil || p == 0:
+		return usageError("--%s: %q: port %q is not in 1..65535", flag, s, port)
 	}
 	return nil
 }

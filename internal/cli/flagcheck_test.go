@@ -25,12 +25,20 @@ func TestFlagChecksNameTheFlagAndExitWithTwo(t *testing.T) {
 		{"a device for a file", func() error { _, err := readFlagFile("config", "/dev/zero", 1<<20); return err }()},
 		{"a directory for a file", func() error { _, err := readFlagFile("config", dir, 1<<20); return err }()},
 		{"a missing file", func() error { _, err := readFlagFile("config", filepath.Join(dir, "nope"), 1<<20); return err }()},
+		{"an empty address", checkHostPort("to", "")},
+		{"an address without a host", checkHostPort("to", ":40040")},
+		{"an address with port 0", checkHostPort("to", "127.0.0.1:0")},
+		{"an address with a port above 65535", checkHostPort("to", "127.0.0.1:99999")},
+		{"an address without a port", checkHostPort("to", "127.0.0.1")},
 		{"a file above the limit", func() error { _, err := readFlagFile("config", big, 10); return err }()},
 	} {
 		var ee *exitError
 		if tc.err == nil || !errors.As(tc.err, &ee) || ee.code != 2 || !strings.HasPrefix(tc.err.Error(), "--") {
 			t.Errorf("%s: %v, want a usage error naming the flag", tc.name, tc.err)
 		}
+	}
+	if err := checkHostPort("to", "localhost:40040"); err != nil {
+		t.Errorf("a host name and port: %v", err)
 	}
 	if err := checkFloat("rate", 5, 0, 1e9); err != nil {
 		t.Errorf("a rate in range: %v", err)

@@ -57,6 +57,9 @@ func (o *queryOptions) lookups(ctx context.Context) (lookups, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n := len(strings.Split(o.server, ",")); o.replicas < 1 || o.replicas > n {
+		return nil, usageError("--replicas: %d, want 1 to the %d collectors of --server", o.replicas, n)
+	}
 	set, err := client.NewSet(ctx, strings.Split(o.server, ","), o.replicas, nil, opts...)
 	if err != nil {
 		return nil, usageError("--server: %v", err)
@@ -74,6 +77,9 @@ func (o *queryOptions) client() (*client.Client, error) {
 	}
 	if o.several() {
 		return nil, usageError("--server: this query reads one collector; several (A,B,C) serve keywrite, keyincrement, postcard and sketchmerge lookups")
+	}
+	if o.replicas != 1 {
+		return nil, usageError("--replicas: %d; it goes with several collectors in --server (A,B,C)", o.replicas)
 	}
 	opts, err := o.options()
 	if err != nil {
@@ -501,6 +507,9 @@ head. Entries overwritten before they could be read are reported as lost.`,
 			}
 			if limit < 0 || wait < 0 {
 				return usageError("--limit and --wait must not be negative")
+			}
+			if wait > 30*time.Second {
+				return usageError("--wait: %v, at most 30s (the collector's longest long poll)", wait)
 			}
 			if follow {
 				if cmd.Flags().Changed("limit") || cmd.Flags().Changed("wait") {

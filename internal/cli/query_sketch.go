@@ -35,6 +35,9 @@ the true count; count-sketch: the median of sign × counter).`,
   dta query sketchmerge epochs`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if epoch < -1 {
+				return badEpoch(epoch)
+			}
 			c, err := o.lookups(cmd.Context())
 			if err != nil {
 				return err
@@ -80,6 +83,9 @@ the true count; count-sketch: the median of sign × counter).`,
 			if k < 1 {
 				return usageError("--k must be at least 1")
 			}
+			if epoch < -1 {
+				return badEpoch(epoch)
+			}
 			if o.several() {
 				// Several collectors: add their sketches up, rank the
 				// candidates in the merged sketch.
@@ -121,6 +127,9 @@ the true count; count-sketch: the median of sign × counter).`,
 		Short: "The L1 and L2 norms of an epoch's stream",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if epoch < -1 {
+				return badEpoch(epoch)
+			}
 			c, err := o.client()
 			if err != nil {
 				return err
@@ -176,4 +185,9 @@ func printEstimates(cmd *cobra.Command, o *queryOptions, res []client.SketchEsti
 		fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Key, r.Epoch, r.Estimate)
 	}
 	return tw.Flush()
+}
+
+// badEpoch refuses an --epoch below -1 (-1 means the newest closed one).
+func badEpoch(e int64) error {
+	return usageError("--epoch: %d, want an epoch number, or -1 for the newest closed one", e)
 }

@@ -110,6 +110,9 @@ func (o *reportOptions) send(cmd *cobra.Command, reps []dta.Report) error {
 	}
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	logger := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := checkHostPort("to", o.to); err != nil {
+		return err
+	}
 	cfg := reporter.Config{To: o.to, Legacy: o.legacy, Retransmit: o.retransmit}
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
 	"time"
 
@@ -67,6 +68,14 @@ func (o *directOptions) check(cmd *cobra.Command, ro *reportOptions) error {
 func runDirectKeyWrite(cmd *cobra.Command, o *directOptions, ro *reportOptions, key dta.Key, value []byte, n int) error {
 	if o.keys > 1 && (!key.Compat || len(value) != 4) {
 		return usageError("--keys %d needs a decimal --key and a decimal --value (the keys and values count up from them)", o.keys)
+	}
+	// The keys and values count up without wrapping past 2^32 - 1 (which
+	// would write other keys' slots).
+	if last := uint64(key.U32()) + uint64(o.keys) - 1; o.keys > 1 && last > math.MaxUint32 {
+		return usageError("--keys %d from --key %d passes 2^32 - 1, the last 32-bit key", o.keys, key.U32())
+	}
+	if last := uint64(binary.BigEndian.Uint32(value)) + uint64(o.keys) - 1; o.keys > 1 && last > math.MaxUint32 {
+		return usageError("--keys %d from --value %d passes 2^32 - 1, the last 32-bit value", o.keys, binary.BigEndian.Uint32(value))
 	}
 	members, err := partition.ParseMembers(o.collectors)
 	if err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -89,14 +90,21 @@ func runReportGen(cmd *cobra.Command, kind reporter.Kind, o *reportGenOptions) e
 	switch {
 	case o.count < 0:
 		return usageError("--count: %d, want 0 (until interrupted) or more", o.count)
-	case o.rate < 0:
-		return usageError("--rate: %v, want 0 (unlimited) or more reports/s", o.rate)
+	case o.rate != 0 && !(o.rate >= reporter.MinRate && o.rate <= reporter.MaxRate): // NaN fails both
+		return usageError("--rate: %v, want 0 (unlimited) or %g to %g reports/s", o.rate, reporter.MinRate, reporter.MaxRate)
 	case o.batch < 1 || o.batch > dta.MaxBatch:
 		return usageError("--batch: %d, want 1 to %d", o.batch, dta.MaxBatch)
 	case o.redundancy < 1 || o.redundancy > dta.MaxRedundancy:
 		return usageError("--redundancy: %d, want 1 to %d", o.redundancy, dta.MaxRedundancy)
-	case o.lists < 1:
-		return usageError("--lists: %d, want at least 1", o.lists)
+	case o.lists < 1 || o.lists > 1<<24:
+		return usageError("--lists: %d, want 1 to %d", o.lists, 1<<24)
+	case kind != reporter.Events && (cmd.Flags().Changed("entry-size") || cmd.Flags().Changed("lists")):
+		return usageError("--entry-size and --lists: only the events stream takes them, not %s", kind)
+	case o.entrySize != 4 && o.entrySize != 18:
+		return usageError("--entry-size: %d, want 4 (congestion events) or 18 (loss events)", o.entrySize)
+	}
+	if err := checkHostPort("to", o.to); err != nil {
+		return err
 	}
 	g, err := reporter.NewGenerator(reporter.GenConfig{
 		Kind: kind, Seed: o.seed, Store: o.store, Redundancy: o.redundancy,
@@ -116,8 +124,10 @@ func runReportGen(cmd *cobra.Command, kind reporter.Kind, o *reportGenOptions) e
 		return err
 	}
 	defer r.Close()
-
 	ctx := cmd.Context()
+	stop := context.AfterFunc(ctx, func() { r.Close() }) // ends a Send waiting for its rate
+	defer stop()
+
 	st := r.Stats()
 	rs := make([]dta.Report, 64)
 	var sent int64
@@ -136,7 +146,9 @@ loop:
 				break loop
 			}
 			if err := r.Send(&rs[i], false); err != nil {
-				sendErr = err
+				if ctx.Err() == nil {
+					sendErr = err
+				}
 				break loop
 			}
 			sent++

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"time"
 
@@ -81,6 +82,9 @@ func newReportINTOneCmd(kind string) *cobra.Command {
 		Example: example,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkHostPort("to", to); err != nil {
+				return err
+			}
 			ft, err := parseFlow(flowS)
 			if err != nil {
 				return err
@@ -96,6 +100,17 @@ func newReportINTOneCmd(kind string) *cobra.Command {
 			case "md":
 				if len(switches) < 1 || len(lat) != len(switches) {
 					return usageError("--switches and --latency: give one latency per switch, first hop first")
+				}
+				if len(switches) > 9 {
+					return usageError("--switches: %d, want at most 9 (the sink and the 8 hops its INT-MD stack holds)", len(switches))
+				}
+				for i := range switches {
+					if switches[i] > math.MaxUint32 {
+						return usageError("--switches: %d is not a 32-bit node id", switches[i])
+					}
+					if lat[i] > math.MaxUint32 {
+						return usageError("--latency: %d is not a 32-bit hop latency", lat[i])
+					}
 				}
 				for i := len(switches) - 2; i >= 0; i-- {
 					p.Hops = append(p.Hops, intreport.Metadata{NodeID: uint32(switches[i]), HopLatency: uint32(lat[i]), QueueID: queue, QueueOccupancy: occupancy})
@@ -176,8 +191,14 @@ drops cluster on it.`,
 			if err != nil {
 				return usageError("--mix: %v", err)
 			}
-			if rate < 0 || count < 0 {
-				return usageError("--rate and --count: want 0 (unlimited) or more")
+			if rate != 0 && !(rate >= reporter.MinRate && rate <= reporter.MaxRate) { // NaN fails both
+				return usageError("--rate: %v, want 0 (unlimited) or %g to %g packets/s", rate, reporter.MinRate, reporter.MaxRate)
+			}
+			if count < 0 {
+				return usageError("--count: %d, want 0 (until interrupted) or more", count)
+			}
+			if err := checkHostPort("to", to); err != nil {
+				return err
 			}
 			g, err := reporter.NewINTGenerator(reporter.GenConfig{Seed: seed}, mix)
 			if err != nil {
@@ -197,7 +218,10 @@ drops cluster on it.`,
 				}
 				if rate > 0 {
 					if ahead := time.Duration(float64(sent)/rate*1e9) - time.Since(start); ahead > 0 {
-						time.Sleep(ahead)
+						select { // a signal ends the wait
+						case <-time.After(ahead):
+						case <-ctx.Done():
+						}
 					}
 				}
 				if _, err := c.Write(g.Next()); err != nil {

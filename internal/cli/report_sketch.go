@@ -55,6 +55,9 @@ epoch's first flush closes it).`,
 			if len(counts) == 0 {
 				return usageError("--key: give at least one KEY=COUNT")
 			}
+			if err := checkHostPort("to", to); err != nil {
+				return err
+			}
 			for _, kc := range counts {
 				ks, cs, ok := strings.Cut(kc, "=")
 				if !ok {
@@ -67,6 +70,9 @@ epoch's first flush closes it).`,
 				n, err := strconv.ParseInt(cs, 10, 64)
 				if err != nil {
 					return usageError("--key %q: count %q is not an integer", kc, cs)
+				}
+				if n < 0 && k != sketch.CountSketch {
+					return usageError("--key %q: a negative count needs --kind countsketch (a count-min sketch only grows)", kc)
 				}
 				sk.Update(sketchKeyBytes(key), n)
 			}
@@ -95,7 +101,7 @@ epoch's first flush closes it).`,
 	fl.IntVar(&rows, "rows", 4, "the store's rows")
 	fl.Uint64Var(&columns, "columns", 65536, "the store's columns")
 	fl.StringVar(&kind, "kind", "countmin", "the store's kind: countmin or countsketch")
-	fl.StringArrayVar(&counts, "key", nil, "`KEY=COUNT` (repeat; COUNT may be negative for count-sketch)")
+	fl.StringArrayVar(&counts, "key", nil, "`KEY[=COUNT]` (repeat; COUNT defaults to 1 and may be negative for count-sketch)")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "print nothing on success")
 	return cmd
 }

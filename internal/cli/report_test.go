@@ -178,7 +178,7 @@ func TestReportUsageErrorsExitWith2(t *testing.T) {
 		{[]string{"report", "keywrite", "--key", "1", "--value", "1", "--count", "0"}, "--count"},
 		{[]string{"report", "keywrite", "--key", "1", "--value", "1", "--vlaue", "2"}, "unknown flag: --vlaue"},
 		{[]string{"report", "keywrite", "--key", "1", "--value", "1", "extra"}, `unexpected argument "extra"`},
-		{[]string{"report", "keywrite", "--key", "1", "--value", "1", "--to", "nowhere"}, "Config.To"},
+		{[]string{"report", "keywrite", "--key", "1", "--value", "1", "--to", "nowhere"}, "--to: \"nowhere\""},
 		{[]string{"report", "keywrite", "--key", "1", "--value", "1", "--legacy", "--retransmit"}, "exclude each other"},
 		{[]string{"report", "keyincrement", "--key", "1", "--delta", "-5"}, "--delta"},
 		{[]string{"report", "append", "--list", "1"}, "--value: required"},
@@ -193,7 +193,7 @@ func TestReportUsageErrorsExitWith2(t *testing.T) {
 		{[]string{"report", "gen", "paths"}, `unknown stream "paths"`},
 		{[]string{"report", "gen", "counters", "--batch", "256"}, "--batch"},
 		{[]string{"report", "gen", "counters", "--rate", "-1"}, "--rate"},
-		{[]string{"report", "gen", "events", "--entry-size", "8"}, "EntrySize"},
+		{[]string{"report", "gen", "events", "--entry-size", "8"}, "--entry-size: 8"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

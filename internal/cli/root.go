@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -70,7 +71,46 @@ then look at the data:
 		newTeaCmd(),
 		newHawkeyeCmd(),
 	)
+	usageOnBadArgs(root)
 	return root
+}
+
+// usageOnBadArgs makes every command-line mistake an exit-2 usage error
+// throughout the tree: a command that only groups subcommands refuses an
+// unknown one instead of printing its help and succeeding (alone, it
+// prints its help), and
+// a positional argument a command does not take is a usage error, not a
+// failure (exit 1).
+func usageOnBadArgs(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		usageOnBadArgs(sub)
+	}
+	if c.HasSubCommands() && !c.Runnable() {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			var names []string
+			for _, s := range cmd.Commands() {
+				if s.IsAvailableCommand() {
+					names = append(names, s.Name())
+				}
+			}
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return usageError("unknown command %q for %q (want %s; see --help)", args[0], cmd.CommandPath(), strings.Join(names, ", "))
+		}
+		return
+	}
+	if args := c.Args; args != nil {
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			err := args(cmd, a)
+			var ee *exitError
+			if err == nil || errors.As(err, &ee) {
+				return err
+			}
+			return usageError("%s: %v", strings.TrimPrefix(cmd.CommandPath(), "dta "), err)
+		}
+	}
 }
 
 // usageError marks an error as a command-line mistake (exit code 2).

@@ -71,6 +71,16 @@ refused with an error and the old settings stay.`,
   kill -HUP $(pidof dta)               # reload tokens, TLS files, allowlists, rate limits`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			fl := cmd.Flags()
+			switch {
+			case fl.Changed("demo-rate") && !o.demo:
+				return usageError("--demo-rate goes with --demo")
+			case fl.Changed("xdp") && o.xdpIf == "":
+				return usageError("--xdp: give the name of the interface the reports arrive on")
+			}
+			if err := checkFloat("demo-rate", o.demoRate, 0.01, 1e6); err != nil {
+				return err
+			}
 			hup, stopHUP := notifyHUP()
 			defer stopHUP()
 			o.hup = hup
@@ -112,9 +122,6 @@ refused with an error and the old settings stay.`,
 				}
 				_, err = cmd.OutOrStdout().Write(b)
 				return err
-			}
-			if o.demoRate <= 0 || o.demoRate > 1e6 {
-				return usageError("--demo-rate: %v out of range (0, 1e6]", o.demoRate)
 			}
 			return runUp(cmd.Context(), f, o, newLogger(f, cmd.ErrOrStderr()), cmd.OutOrStdout())
 		},
@@ -168,6 +175,9 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 		return usageError("%v", err)
 	}
 	roce := f.Translator.Sink == "roce"
+	if o.rdmaChanged && !roce {
+		return usageError("--rdma goes with --sink roce (translator.sink): with the local sink there is no responder")
+	}
 	var late lateTranslator
 	ccfg := collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs, AfterReset: late.afterReset,
 		Durability: f.DurabilityConfig(),

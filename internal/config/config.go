@@ -13,15 +13,17 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
 	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/dta-go/dta/internal/httpguard"
 	"github.com/dta-go/dta/internal/ingest"
 	"github.com/dta-go/dta/internal/rdma"
 	"github.com/dta-go/dta/internal/region"
@@ -116,10 +118,13 @@ func Default() *File {
 	return f
 }
 
+// MaxFileBytes bounds a configuration file (the defaults are 5 KB).
+const MaxFileBytes = 4 << 20
+
 // Load reads the file at path over the defaults: sections and keys it sets
 // replace the defaults; a stores list replaces the default stores whole.
 func Load(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	b, err := httpguard.ReadRegular(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -223,6 +228,15 @@ func (f *File) Validate() error {
 	if f.Collector.RDMA == "" {
 		return errors.New("collector.rdma: empty")
 	}
+	if err := checkName("collector.name", f.Collector.Name); err != nil {
+		return err
+	}
+	if f.Translator.Readers < 0 {
+		return fmt.Errorf("translator.readers: %d (want 0 for one per CPU, or more)", f.Translator.Readers)
+	}
+	if f.Translator.BatchSize < 0 {
+		return fmt.Errorf("translator.batch_size: %d (want 0 for the default, or more)", f.Translator.BatchSize)
+	}
 	if n := f.Collector.ReadLoops; n < 1 || n > maxReadLoops {
 		return fmt.Errorf("collector.read_loops: %d (want 1 to %d)", n, maxReadLoops)
 	}
@@ -273,6 +287,15 @@ func (f *File) Validate() error {
 		return err
 	}
 	return f.validateSecurity()
+}
+
+// checkName checks a name that goes into logs, metrics and answers: at
+// most 64 bytes of printable UTF-8 (empty: the host's name).
+func checkName(key, s string) error {
+	if len(s) > 64 || !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return fmt.Errorf("%s: %q: want at most 64 printable characters", key, s)
+	}
+	return nil
 }
 
 // checkListen checks a TCP listen address (an HTTP server's): host:port,

@@ -76,6 +76,13 @@ func TestBadConfigsNameTheKey(t *testing.T) {
 		{"an empty query API address", "collector:\n  http: \"\"\n", "collector.http"},
 		{"a translator metrics address with a bad port", "translator:\n  http: \":http8041\"\n", "translator.http"},
 		{"no responder read loop", "collector:\n  read_loops: 0\n", "collector.read_loops"},
+		{"a collector name with a newline", "collector:\n  name: \"bad name\\n\"\n", "collector.name"},
+		{"a negative number of readers", "translator:\n  readers: -1\n", "translator.readers"},
+		{"a negative batch size", "translator:\n  batch_size: -5\n", "translator.batch_size"},
+		{"INT reports on the DTA port", "translator:\n  listen: 127.0.0.1:40040\n  int_listen: 127.0.0.1:40040\n", "translator.int_listen"},
+		{"INT reports on any address at the DTA port", "translator:\n  listen: :40040\n  int_listen: 127.0.0.1:40040\n", "shares port 40040"},
+		{"an INT UDP port of 0", "translator:\n  int_listen: :40050\nint:\n  udp_ports: [0]\n", "int.udp_ports[0]"},
+		{"an initial TTL of 0", "translator:\n  int_listen: :40050\nint:\n  initial_ttls: [64, 0]\n", "int.initial_ttls[1]"},
 		{"too many responder read loops", "collector:\n  read_loops: 65\n", "collector.read_loops"},
 		{"a responder pause longer than 1ms", "collector:\n  pause: 2ms\n", "collector.pause"},
 		{"a responder pause that may grow less than it starts", "collector:\n  pause: 200us\n  pause_max: 100us\n", "collector.pause_max"},
@@ -199,5 +206,20 @@ func TestCollectorSettingsReachTheResponder(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+func TestLoadRefusesWhatIsNotARegularFile(t *testing.T) {
+	for _, path := range []string{"/dev/zero", t.TempDir()} {
+		done := make(chan error, 1)
+		go func() { _, err := Load(path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("Load(%s): %v, want a refusal", path, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Load(%s) is still reading", path)
+		}
 	}
 }

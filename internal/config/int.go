@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"net"
+	"net/netip"
 
 	"github.com/dta-go/dta/internal/ingest"
 	"github.com/dta-go/dta/internal/intmap"
@@ -62,12 +64,44 @@ func (f *File) validateINT() error {
 	if f.Translator.INTListen == "" {
 		return nil
 	}
+	if err := sameUDPPort(f.Translator.INTListen, f.Translator.Listen); err != nil {
+		return fmt.Errorf("translator.int_listen: %w", err)
+	}
+	for i, p := range f.INT.UDPPorts {
+		if p == 0 {
+			return fmt.Errorf("int.udp_ports[%d]: 0 is no UDP port", i)
+		}
+	}
+	for i, ttl := range f.INT.InitialTTLs {
+		if ttl == 0 {
+			return fmt.Errorf("int.initial_ttls[%d]: 0 is no initial TTL (hosts send with 64, 128 or 255)", i)
+		}
+	}
 	descs, err := f.Descriptors()
 	if err != nil {
 		return err
 	}
 	if _, err := f.INTIngest(descs); err != nil {
 		return err
+	}
+	return nil
+}
+
+// sameUDPPort refuses an INT listen address that would share DTA's UDP
+// socket port: both listeners set SO_REUSEPORT, so the kernel would spread
+// each kind of report over both sockets instead of refusing the second bind.
+func sameUDPPort(intAddr, dtaAddr string) error {
+	ih, ip, err := net.SplitHostPort(intAddr)
+	if err != nil {
+		return fmt.Errorf("%q: want host:port", intAddr)
+	}
+	dh, dp, err := net.SplitHostPort(dtaAddr)
+	if err != nil || ip != dp || ip == "0" {
+		return nil // translator.listen is checked on its own
+	}
+	any := func(h string) bool { a, err := netip.ParseAddr(h); return h == "" || (err == nil && a.IsUnspecified()) }
+	if ih == dh || any(ih) || any(dh) {
+		return fmt.Errorf("%q shares port %s with translator.listen %q: give INT reports a port of their own", intAddr, ip, dtaAddr)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -132,8 +133,12 @@ func (c *Config) Validate() error {
 		return errors.New("brokers: none (set at least one host:port)")
 	}
 	for _, b := range c.Brokers {
-		if _, port, err := net.SplitHostPort(b); err != nil || port == "" {
+		host, port, err := net.SplitHostPort(b)
+		if err != nil || host == "" {
 			return fmt.Errorf("brokers: %q: want host:port", b)
+		}
+		if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+			return fmt.Errorf("brokers: %q: port %q is not in 1..65535", b, port)
 		}
 	}
 	if c.Topics == (Topics{}) {

@@ -116,6 +116,10 @@ func TestConfigRefusesWhatCannotWork(t *testing.T) {
 	}{
 		{"no brokers", Config{Topics: Topics{Append: "a"}}, "brokers: none"},
 		{"a broker without a port", Config{Brokers: []string{"kafka"}, Topics: Topics{Append: "a"}}, "want host:port"},
+		{"a broker with port 0", Config{Brokers: []string{"kafka:0"}, Topics: Topics{Append: "a"}}, "not in 1..65535"},
+		{"a broker with a port above 65535", Config{Brokers: []string{"kafka:99999"}, Topics: Topics{Append: "a"}}, "not in 1..65535"},
+		{"a broker with a port that is no number", Config{Brokers: []string{"kafka:abc"}, Topics: Topics{Append: "a"}}, "not in 1..65535"},
+		{"a broker without a host", Config{Brokers: []string{":9092"}, Topics: Topics{Append: "a"}}, "want host:port"},
 		{"every stream off", Config{Brokers: []string{"k:9092"}}, "every stream is off"},
 		{"a topic Kafka refuses", Config{Brokers: []string{"k:9092"}, Topics: Topics{Append: "a b"}}, "not a valid Kafka topic"},
 		{"an unknown format", Config{Brokers: []string{"k:9092"}, Topics: Topics{Append: "a"}, Format: "avro"}, "format"},

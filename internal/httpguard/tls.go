@@ -7,7 +7,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"os"
 	"sync/atomic"
 	"time"
 )
@@ -57,12 +56,9 @@ func (c *Certificate) Load(certFile, keyFile string) error {
 // file must not be readable by others (as for token files); a certificate
 // that does not match the key, or has expired, is an error.
 func ReadKeyPair(certFile, keyFile string) (*tls.Certificate, error) {
-	certPEM, err := os.ReadFile(certFile)
+	certPEM, err := ReadRegular(certFile, MaxPEMBytes)
 	if err != nil {
 		return nil, fmt.Errorf("tls_cert: %w", err)
-	}
-	if len(certPEM) > MaxPEMBytes {
-		return nil, fmt.Errorf("tls_cert %s: more than %d bytes", certFile, MaxPEMBytes)
 	}
 	keyPEM, err := ReadSecret(keyFile, MaxPEMBytes)
 	if err != nil {

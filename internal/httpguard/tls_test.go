@@ -120,3 +120,9 @@ func TestANewCertificateServesNewHandshakes(t *testing.T) {
 		t.Fatalf("after refused loads: serial %d, want %d", got, s2)
 	}
 }
+
+func TestACertificateThatIsNotARegularFileIsRefused(t *testing.T) {
+	if _, err := ReadKeyPair("/dev/zero", "/dev/zero"); err == nil || !strings.Contains(err.Error(), "tls_cert") || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("ReadKeyPair(/dev/zero): %v, want a refusal naming tls_cert", err)
+	}
+}

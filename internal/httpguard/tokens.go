@@ -190,6 +190,17 @@ func LoadTokens(path string) (*Tokens, error) {
 // after checking that others cannot read it and only its owner can write it
 // (see LoadTokens), and that it is a regular file of at most maxBytes.
 func ReadSecret(path string, maxBytes int64) ([]byte, error) {
+	return readRegular(path, maxBytes, true)
+}
+
+// ReadRegular reads a regular file of at most maxBytes (a certificate, a
+// configuration): a device, a FIFO or a directory is refused rather than
+// read without end.
+func ReadRegular(path string, maxBytes int64) ([]byte, error) {
+	return readRegular(path, maxBytes, false)
+}
+
+func readRegular(path string, maxBytes int64, secret bool) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -202,7 +213,7 @@ func ReadSecret(path string, maxBytes int64) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
-	if perm := fi.Mode().Perm(); perm&0o027 != 0 {
+	if perm := fi.Mode().Perm(); secret && perm&0o027 != 0 {
 		return nil, fmt.Errorf("%s: permissions %04o are too open: others may read it or others than its owner write it; run chmod 600 %s (or 640 for a service group)", path, perm, path)
 	}
 	if fi.Size() > maxBytes {
