@@ -17,6 +17,9 @@ import (
 // Bounds of a Config.
 const (
 	MaxDuration = 60 * time.Second // measured window of one run
+	// MinDuration is the shortest measured window: shorter ones measure
+	// the start of a run (its first wake-ups and page faults), not its rate.
+	MinDuration = 100 * time.Millisecond
 	MaxWarmup   = 10 * time.Second
 	MaxSenders  = 16
 	MaxReaders  = 16
@@ -95,7 +98,7 @@ type Config struct {
 	Modes      []Mode
 	Baseline   bool          // also run the baseline collector on the same datagrams
 	Ceiling    bool          // also run the receive-only collector (ReceiveOnly): the run's ceiling
-	Duration   time.Duration // measured window of one run, (0, MaxDuration]
+	Duration   time.Duration // measured window of one run, [MinDuration, MaxDuration]
 	Warmup     time.Duration // sending before the window opens, [0, MaxWarmup]
 	Senders    int           // sending goroutines, each on its own socket and thread
 	Readers    int           // SO_REUSEPORT reading sockets of the collector
@@ -186,8 +189,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("bench: mode %v: %d reports per datagram", m, m.PerDatagram))
 		}
 	}
-	if c.Duration <= 0 || c.Duration > MaxDuration {
-		errs = append(errs, fmt.Errorf("bench: duration %v out of range (0, %v]", c.Duration, MaxDuration))
+	if c.Duration < MinDuration || c.Duration > MaxDuration {
+		errs = append(errs, fmt.Errorf("bench: duration %v out of range [%v, %v]", c.Duration, MinDuration, MaxDuration))
 	}
 	if c.Warmup < 0 || c.Warmup > MaxWarmup {
 		errs = append(errs, fmt.Errorf("bench: warm-up %v out of range [0, %v]", c.Warmup, MaxWarmup))
@@ -198,8 +201,8 @@ func (c Config) Validate() error {
 	if c.Readers < 1 || c.Readers > MaxReaders {
 		errs = append(errs, fmt.Errorf("bench: readers %d out of range [1, %d]", c.Readers, MaxReaders))
 	}
-	if c.Rate < 0 || c.Rate > 1e10 {
-		errs = append(errs, fmt.Errorf("bench: rate %v out of range [0, 1e10] reports/s", c.Rate))
+	if c.Rate != 0 && !(c.Rate >= 1 && c.Rate <= 1e10) { // NaN fails both
+		errs = append(errs, fmt.Errorf("bench: rate %v: want 0 (unlimited) or 1 to 1e10 reports/s", c.Rate))
 	}
 	if c.Keys < 1 || c.Keys > 1<<28 {
 		errs = append(errs, fmt.Errorf("bench: keys %d out of range [1, 2^28]", c.Keys))

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -21,6 +23,7 @@ import (
 )
 
 type benchOptions struct {
+	flags      *pflag.FlagSet // to tell a flag given from its default
 	primitives []string
 	modes      []string
 	baseline   bool
@@ -171,6 +174,7 @@ A progress line goes to stderr every second (-q silences it).`,
   sudo dta bench --transport xdp --duration 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.flags = cmd.Flags()
 			if err := o.complete(); err != nil {
 				return err
 			}
@@ -225,6 +229,10 @@ A progress line goes to stderr every second (-q silences it).`,
 	fl.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark (senders included) to `file`")
 	return cmd
 }
+
+// changed reports whether flag name was given (false before flags are parsed
+// by the command).
+func (o *benchOptions) changed(name string) bool { return o.flags != nil && o.flags.Changed(name) }
 
 // complete turns the string flags into the bench Config.
 func (o *benchOptions) complete() error {
@@ -350,6 +358,35 @@ func (o *benchOptions) complete() error {
 	}
 	if o.queues > 1 && o.transport != "xdp" {
 		return usageError("--queues applies to --transport xdp only (use --readers for the UDP bench)")
+	}
+	if o.sink != "roce" {
+		for _, f := range []string{"responder", "responder-wait", "responder-poll"} {
+			if o.changed(f) {
+				return usageError("--%s applies to --sink roce", f)
+			}
+		}
+	}
+	if d := c.DataDir; d != "" {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			return usageError("--data-dir: %s is not a directory", d)
+		}
+	}
+	if c.CheckpointInterval < 0 || (o.changed("checkpoint-interval") && c.CheckpointInterval == 0) {
+		return usageError("--checkpoint-interval: %v, want a positive interval", c.CheckpointInterval)
+	}
+	if o.changed("checkpoint-interval") && c.DataDir == "" {
+		return usageError("--checkpoint-interval goes with --data-dir")
+	}
+	for flag, path := range map[string]string{"json": o.jsonFile, "cpuprofile": o.cpuProfile} {
+		if path == "" {
+			continue
+		}
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			return usageError("--%s: %s is a directory", flag, path)
+		}
+		if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+			return usageError("--%s: %s: its directory does not exist", flag, path)
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return usageError("%v", err)

@@ -43,6 +43,16 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"--sink", "roce", "--responder-pause", "0,1ms"}, // a limit without a pause
 		{"--sink", "roce", "--responder-wait", "poller", "--responder-pause", "150us"},
 		{"--responder-pause", "150us"}, // the local sink has no responder
+		{"--responder", "thread"},      // nor a place for it to run
+		{"--rate", "NaN"},
+		{"--rate", "1e-300"},
+		{"--duration", "1ns"},
+		{"--data-dir", "/dev/null"},
+		{"--checkpoint-interval", "1s"}, // without --data-dir
+		{"--data-dir", os.TempDir(), "--checkpoint-interval", "0s"},
+		{"--json", os.TempDir()},
+		{"--json", "/nonexistent/x.json"},
+		{"--cpuprofile", "/nonexistent/cpu.out"},
 	} {
 		if code, _, errs := runBenchArgs(t, args...); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, errs)

@@ -231,6 +231,19 @@ func (f *File) Validate() error {
 	if err := checkName("collector.name", f.Collector.Name); err != nil {
 		return err
 	}
+	if err := checkListen("translator.listen", f.Translator.Listen); err != nil {
+		return err
+	}
+	if f.Translator.INTListen != "" {
+		if err := checkListen("translator.int_listen", f.Translator.INTListen); err != nil {
+			return err
+		}
+	}
+	if f.Translator.RDMALocal != "" {
+		if _, _, err := sock.ParseLocal(f.Translator.RDMALocal); err != nil {
+			return fmt.Errorf("translator.rdma_local: %q: want an IP address (or nothing) and a port, as 192.0.2.10:4791 or :0", f.Translator.RDMALocal)
+		}
+	}
 	if f.Translator.Readers < 0 {
 		return fmt.Errorf("translator.readers: %d (want 0 for one per CPU, or more)", f.Translator.Readers)
 	}
@@ -298,7 +311,7 @@ func checkName(key, s string) error {
 	return nil
 }
 
-// checkListen checks a TCP listen address (an HTTP server's): host:port,
+// checkListen checks a listen address (an HTTP server's, a UDP socket's): host:port,
 // the host a name, an IP address or empty, the port a number (0: any free
 // port).
 func checkListen(key, addr string) error {
@@ -310,7 +323,7 @@ func checkListen(key, addr string) error {
 		_, err = strconv.ParseUint(port, 10, 16)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %q: want host:port, as :8040 or 127.0.0.1:8040", key, addr)
+		return fmt.Errorf("%s: %q: want host:port (an IP address, a name or nothing, and a port)", key, addr)
 	}
 	return nil
 }
