@@ -29,6 +29,18 @@ var DefaultN = []int{1, 2, 3, 4}
 // requests that make no sense.
 var ErrInvalid = errors.New("invalid request")
 
+// FieldError is what is wrong with one field of a request or configuration,
+// which it names as the field's documentation does ("value size"; a few
+// fields together: "hops, values"), so that a caller can name its own
+// input for it (a command-line flag).
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
 // Design is what Plan and Capacity share: the primitive and the parameters of
 // its store. Fields that do not apply to the primitive must be zero.
 type Design struct {
@@ -130,13 +142,13 @@ func Plan(req PlanRequest) (PlanResult, error) {
 	}
 	switch {
 	case req.Keys < 1:
-		return PlanResult{}, invalid("keys: must be at least 1")
+		return PlanResult{}, invalid("keys", "must be at least 1")
 	case d.Primitive == dta.KeyIncrement && req.Age != 0:
-		return PlanResult{}, invalid("age: does not apply to keyincrement, whose counters see every key of the epoch; give keys")
+		return PlanResult{}, invalid("age", "does not apply to keyincrement, whose counters see every key of the epoch; give keys")
 	case req.Target == 0:
 		req.Target = DefaultTarget
 	case !(req.Target > 0 && req.Target < 1):
-		return PlanResult{}, invalid("target: %v out of range (0, 1)", req.Target)
+		return PlanResult{}, invalid("target", "%v out of range (0, 1)", req.Target)
 	}
 	age := req.Age
 	if age == 0 {
@@ -255,14 +267,16 @@ func Capacity(req CapacityRequest) (CapacityResult, error) {
 	}
 	ages := req.Ages
 	switch {
+	case req.Memory == 0:
+		return CapacityResult{}, invalid("memory", "0 bytes is not a memory to rate")
 	case d.Primitive == dta.KeyIncrement && len(ages) > 0:
-		return CapacityResult{}, invalid("age: does not apply to keyincrement, whose counters see every key of the epoch; give keys")
+		return CapacityResult{}, invalid("age", "does not apply to keyincrement, whose counters see every key of the epoch; give keys")
 	case d.Primitive == dta.KeyIncrement && req.Keys < 1:
-		return CapacityResult{}, invalid("keys: keyincrement needs the keys per epoch, at least 1")
+		return CapacityResult{}, invalid("keys", "keyincrement needs the keys per epoch, at least 1")
 	case d.Primitive == dta.KeyIncrement:
 		ages = []uint64{req.Keys - 1}
 	case len(ages) == 0 && req.Keys < 1:
-		return CapacityResult{}, invalid("age: give the ages to evaluate or keys")
+		return CapacityResult{}, invalid("age", "give the ages to evaluate or keys")
 	case len(ages) == 0:
 		ages = []uint64{req.Keys}
 	}
@@ -270,11 +284,11 @@ func Capacity(req CapacityRequest) (CapacityResult, error) {
 	for _, n := range d.N {
 		slots := d.slotsFor(n, req.Memory)
 		if slots < 2 {
-			return CapacityResult{}, invalid("memory: %d bytes hold fewer than 2 %s", req.Memory, d.unit())
+			return CapacityResult{}, invalid("memory", "%d bytes hold fewer than 2 %s", req.Memory, d.unit())
 		}
 		mem, err := d.memory(n, slots)
 		if err != nil {
-			return CapacityResult{}, invalid("memory: %v", err)
+			return CapacityResult{}, invalid("memory", "%v", err)
 		}
 		row := CapacityRow{N: n, Slots: slots, Memory: mem}
 		for _, age := range ages {
@@ -292,19 +306,19 @@ func (d Design) resolve() (Design, error) {
 	switch d.Primitive {
 	case dta.KeyWrite, dta.Postcard, dta.KeyIncrement:
 	case dta.Append:
-		return d, invalid("primitive: append has no error to plan for (a list keeps its last capacity − batch entries exactly)")
+		return d, invalid("primitive", "append has no error to plan for (a list keeps its last capacity − batch entries exactly)")
 	default:
-		return d, invalid("primitive: %v is not keywrite, postcard or keyincrement", d.Primitive)
+		return d, invalid("primitive", "%v is not keywrite, postcard or keyincrement", d.Primitive)
 	}
 	if len(d.N) == 0 {
 		d.N = DefaultN
 	}
 	for i, n := range d.N {
 		if n < 1 || n > dta.MaxRedundancy {
-			return d, invalid("n: %d out of range [1, %d]", n, dta.MaxRedundancy)
+			return d, invalid("n", "%d out of range [1, %d]", n, dta.MaxRedundancy)
 		}
 		if slices.Contains(d.N[:i], n) {
-			return d, invalid("n: %d listed twice", n)
+			return d, invalid("n", "%d listed twice", n)
 		}
 	}
 	switch d.Hash {
@@ -312,17 +326,17 @@ func (d Design) resolve() (Design, error) {
 		d.Hash = hashing.CRC32C
 	case hashing.CRC32, hashing.CRC32C:
 	default:
-		return d, invalid("hash: %v is not a known hash", d.Hash)
+		return d, invalid("hash", "%v is not a known hash", d.Hash)
 	}
 	if d.Primitive != dta.KeyWrite && d.ValueSize != 0 {
-		return d, invalid("value size: applies to keywrite only (postcard hop values fill 4-byte slots, keyincrement counters are 8 bytes)")
+		return d, invalid("value size", "applies to keywrite only (postcard hop values fill 4-byte slots, keyincrement counters are 8 bytes)")
 	}
 	if d.Primitive != dta.Postcard && (d.Hops != 0 || d.Values != 0) {
-		return d, invalid("hops, values: apply to postcard only")
+		return d, invalid("hops, values", "apply to postcard only")
 	}
 	if d.Primitive == dta.KeyIncrement {
 		if d.ChecksumBits != 0 {
-			return d, invalid("checksum bits: keyincrement counters carry no checksum")
+			return d, invalid("checksum bits", "keyincrement counters carry no checksum")
 		}
 		return d, nil
 	}
@@ -330,14 +344,14 @@ func (d Design) resolve() (Design, error) {
 		d.ChecksumBits = DefaultChecksumBits
 	}
 	if !validBits(d.ChecksumBits) {
-		return d, invalid("checksum bits: %d out of range [1, %d]", d.ChecksumBits, MaxChecksumBits)
+		return d, invalid("checksum bits", "%d out of range [1, %d]", d.ChecksumBits, MaxChecksumBits)
 	}
 	if d.Primitive == dta.KeyWrite {
 		if d.ValueSize == 0 {
 			d.ValueSize = DefaultValueSize
 		}
 		if d.ValueSize < 1 || d.ValueSize > dta.MaxValueLen {
-			return d, invalid("value size: %d out of range [1, %d]", d.ValueSize, dta.MaxValueLen)
+			return d, invalid("value size", "%d out of range [1, %d]", d.ValueSize, dta.MaxValueLen)
 		}
 		return d, nil
 	}
@@ -349,11 +363,11 @@ func (d Design) resolve() (Design, error) {
 	}
 	switch {
 	case d.Hops < 1 || d.Hops > hashing.MaxHops:
-		return d, invalid("hops: %d out of range [1, %d]", d.Hops, hashing.MaxHops)
+		return d, invalid("hops", "%d out of range [1, %d]", d.Hops, hashing.MaxHops)
 	case d.Values > uint64(postcard.Blank):
-		return d, invalid("values: %d above the %d a 32-bit slot can encode beside the blank", d.Values, uint64(postcard.Blank))
+		return d, invalid("values", "%d above the %d a 32-bit slot can encode beside the blank", d.Values, uint64(postcard.Blank))
 	case float64(d.Values)+1 > math.Ldexp(1, d.ChecksumBits):
-		return d, invalid("values: %d values and the blank do not fit in %d-bit slots", d.Values, d.ChecksumBits)
+		return d, invalid("values", "%d values and the blank do not fit in %d-bit slots", d.Values, d.ChecksumBits)
 	}
 	return d, nil
 }
@@ -472,6 +486,7 @@ func ceilPow2(n uint64) uint64 {
 	return p
 }
 
-func invalid(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
+// invalid returns an ErrInvalid naming field in a FieldError.
+func invalid(field, format string, a ...any) error {
+	return fmt.Errorf("%w: %w", ErrInvalid, &FieldError{Field: field, Err: fmt.Errorf(format, a...)})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dta-go/dta/internal/primitive/sketchmerge"
 	"github.com/dta-go/dta/sketch"
 )
 
@@ -30,9 +31,9 @@ type SketchBounds struct {
 	Epochs      int     `json:"epochs"`
 }
 
-// SketchGuarantee returns the bounds of geometry g with epochs copies at
-// error epsilon (0: the geometry's natural epsilon, e/w for count-min and
-// √(3/w) for count-sketch).
+// SketchGuarantee returns the bounds of geometry g with epochs copies
+// (sketchmerge.MinEpochs..MaxEpochs) at error epsilon (0: the geometry's
+// natural epsilon, e/w for count-min and √(3/w) for count-sketch).
 //
 // Count-min: a row's counter exceeds the true count by the counts of the
 // keys sharing its column, whose expectation is at most L1/w; by Markov the
@@ -43,6 +44,19 @@ type SketchBounds struct {
 // probability p ≤ 1/(wε²). The median errs only if at least half the rows
 // do: δ = P(Binomial(d, p) ≥ ⌈d/2⌉), summed exactly.
 func SketchGuarantee(g sketch.Geometry, epochs int, epsilon float64) (SketchBounds, error) {
+	switch {
+	case g.Rows < 1 || g.Rows > sketch.MaxRows:
+		return SketchBounds{}, invalid("rows", "%d out of range [1, %d]", g.Rows, sketch.MaxRows)
+	case g.Columns < 2 || g.Columns > sketch.MaxColumns:
+		return SketchBounds{}, invalid("columns", "%d out of range [2, 2^32]", g.Columns)
+	case g.Kind != sketch.CountMin && g.Kind != sketch.CountSketch:
+		return SketchBounds{}, invalid("kind", "want countmin or countsketch")
+	case epochs < sketchmerge.MinEpochs || epochs > sketchmerge.MaxEpochs:
+		return SketchBounds{}, invalid("epochs", "%d out of range [%d, %d] (one accumulating, one being cleared ahead, at least one closed to read)",
+			epochs, sketchmerge.MinEpochs, sketchmerge.MaxEpochs)
+	case math.IsNaN(epsilon) || math.IsInf(epsilon, 0) || epsilon < 0:
+		return SketchBounds{}, invalid("epsilon", "%v is not a positive share of the norm", epsilon)
+	}
 	if err := g.Validate(); err != nil {
 		return SketchBounds{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
@@ -66,7 +80,7 @@ func SketchGuarantee(g sketch.Geometry, epochs int, epsilon float64) (SketchBoun
 		b.Delta = binomialTail(d, (d+1)/2, b.RowFailure)
 	}
 	if epsilon <= 0 || math.IsNaN(epsilon) || math.IsInf(epsilon, 0) {
-		return SketchBounds{}, fmt.Errorf("%w: epsilon %v", ErrInvalid, epsilon)
+		return SketchBounds{}, invalid("epsilon", "%v is not a positive share of the norm", epsilon)
 	}
 	return b, nil
 }
@@ -77,8 +91,11 @@ func SketchGuarantee(g sketch.Geometry, epochs int, epsilon float64) (SketchBoun
 // ≤ 1/k) and the fewest rows whose median meets δ, for the k of least
 // memory.
 func SketchPlan(kind sketch.Kind, epsilon, delta float64, epochs int) (SketchBounds, error) {
-	if !(epsilon > 0 && epsilon < 1) || !(delta > 0 && delta < 1) {
-		return SketchBounds{}, fmt.Errorf("%w: epsilon %v and delta %v must lie in (0, 1)", ErrInvalid, epsilon, delta)
+	if !(epsilon > 0 && epsilon < 1) {
+		return SketchBounds{}, invalid("epsilon", "%v out of range (0, 1)", epsilon)
+	}
+	if !(delta > 0 && delta < 1) {
+		return SketchBounds{}, invalid("delta", "%v out of range (0, 1)", delta)
 	}
 	g := sketch.Geometry{Kind: kind}
 	switch kind {
@@ -101,10 +118,10 @@ func SketchPlan(kind sketch.Kind, epsilon, delta float64, epochs int) (SketchBou
 			}
 		}
 	default:
-		return SketchBounds{}, fmt.Errorf("%w: kind %v", ErrInvalid, kind)
+		return SketchBounds{}, invalid("kind", "%v is not countmin or countsketch", kind)
 	}
 	if g.Rows > sketch.MaxRows {
-		return SketchBounds{}, fmt.Errorf("%w: delta %v needs more than %d rows", ErrInvalid, delta, sketch.MaxRows)
+		return SketchBounds{}, invalid("delta", "%v needs more than %d rows", delta, sketch.MaxRows)
 	}
 	g.Columns = max(g.Columns, 2)
 	return SketchGuarantee(g, epochs, epsilon)

@@ -166,7 +166,7 @@ func (o *hawkeyeRunOptions) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.scenario, "scenario", "", "anomaly to inject: incast, storm, deadlock-in, deadlock-out or contention")
 	fl.Uint64Var(&o.seed, "seed", 1, "random seed of the scenario (hosts, times, sizes, workload)")
-	fl.Float64Var(&o.load, "load", netsim.DefaultLoad, "background load, fraction of the hosts' line rate (negative: none)")
+	fl.Float64Var(&o.load, "load", netsim.DefaultLoad, "background load, fraction of the hosts' line rate, -1..1 (negative: none)")
 	fl.DurationVar(&o.epoch, "epoch", 131*time.Microsecond, "telemetry epoch, rounded to a power of two nanoseconds (100µs → 131µs)")
 	fl.Float64Var(&o.threshold, "threshold", 0, "agent threshold, % of a flow's base RTT (0: 200 for contention, 500 otherwise)")
 	o.dta.add(cmd)
@@ -177,8 +177,8 @@ func (o *hawkeyeRunOptions) config() (hawkeye.RunConfig, error) {
 	if err != nil {
 		return hawkeye.RunConfig{}, usageError("--scenario: %v", err)
 	}
-	if o.load > 1 {
-		return hawkeye.RunConfig{}, usageError("--load: %v above 1", o.load)
+	if err := checkHawkeyeLoad(o.load); err != nil {
+		return hawkeye.RunConfig{}, err
 	}
 	if o.epoch < time.Microsecond || o.epoch > time.Second {
 		return hawkeye.RunConfig{}, usageError("--epoch: %v out of range [1µs, 1s]", o.epoch)
@@ -187,8 +187,8 @@ func (o *hawkeyeRunOptions) config() (hawkeye.RunConfig, error) {
 	if thr == 0 {
 		thr = hawkeye.DefaultThreshold(k)
 	}
-	if thr < 100 || thr > 100000 {
-		return hawkeye.RunConfig{}, usageError("--threshold: %v%% out of range [100, 100000]", thr)
+	if err := checkFloat("threshold", thr, hawkeye.MinThreshold, hawkeye.MaxThreshold); err != nil {
+		return hawkeye.RunConfig{}, err
 	}
 	ms, err := parseMethods(o.methods)
 	if err != nil {
@@ -198,7 +198,16 @@ func (o *hawkeyeRunOptions) config() (hawkeye.RunConfig, error) {
 		Setting: hawkeye.Setting{EpochBits: telemetry.EpochBitsFor(o.epoch), Threshold: thr}}, nil
 }
 
+// checkHawkeyeLoad refuses a --load above 1, NaN or infinite (negative, down
+// to -1: no background traffic).
+func checkHawkeyeLoad(load float64) error {
+	return checkFloat("load", load, -1, 1)
+}
+
 func parseMethods(names []string) ([]hawkeye.Method, error) {
+	if len(names) == 0 {
+		return nil, usageError("--methods: none given (want hawkeye, full, victim-only, port-only, flow-only)")
+	}
 	var ms []hawkeye.Method
 	for _, n := range names {
 		ok := false
@@ -619,9 +628,9 @@ Progress goes to stderr (-q silences it).`,
 	fl.StringSliceVar(&o.epochs, "epochs", []string{"131us", "262us", "524us", "1ms", "2ms"}, "telemetry epochs (each rounded to a power of two ns)")
 	fl.Float64SliceVar(&o.thresholds, "thresholds", hawkeye.DefaultThresholds, "agent thresholds, % of base RTT")
 	fl.StringSliceVar(&o.methods, "methods", []string{"hawkeye", "full", "victim-only", "port-only", "flow-only"}, "methods compared")
-	fl.Float64Var(&o.load, "load", netsim.DefaultLoad, "background load, fraction of line rate")
+	fl.Float64Var(&o.load, "load", netsim.DefaultLoad, "background load, fraction of line rate, -1..1 (negative: none)")
 	fl.Uint64Var(&o.seedBase, "seed-base", 1000, "trace i of a scenario has seed seed-base+i")
-	fl.IntVar(&o.workers, "workers", 0, "simulations in parallel (default GOMAXPROCS)")
+	fl.IntVar(&o.workers, "workers", 0, fmt.Sprintf("simulations in parallel, up to %d (0: GOMAXPROCS)", hawkeye.MaxWorkers))
 	fl.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	fl.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	o.dta.add(cmd)
@@ -634,6 +643,21 @@ func runHawkeyeEval(cmd *cobra.Command, o *hawkeyeEvalOptions) error {
 	}
 	if o.traces < 1 || o.traces > 10000 {
 		return usageError("--traces: %d out of range [1, 10000]", o.traces)
+	}
+	if err := checkInt("workers", o.workers, 0, hawkeye.MaxWorkers); err != nil {
+		return err
+	}
+	if err := checkHawkeyeLoad(o.load); err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("scenarios") && len(o.scenarios) == 0 {
+		return usageError("--scenarios: none given (leave the flag out for all five)")
+	}
+	if len(o.epochs) == 0 {
+		return usageError("--epochs: none given")
+	}
+	if len(o.thresholds) == 0 {
+		return usageError("--thresholds: none given")
 	}
 	kinds := netsim.Kinds
 	if len(o.scenarios) > 0 {
@@ -655,8 +679,8 @@ func runHawkeyeEval(cmd *cobra.Command, o *hawkeyeEvalOptions) error {
 		bits = append(bits, telemetry.EpochBitsFor(d))
 	}
 	for _, t := range o.thresholds {
-		if t < 100 || t > 100000 {
-			return usageError("--thresholds: %v%% out of range [100, 100000]", t)
+		if err := checkFloat("thresholds", t, hawkeye.MinThreshold, hawkeye.MaxThreshold); err != nil {
+			return err
 		}
 	}
 	ms, err := parseMethods(o.methods)

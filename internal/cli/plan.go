@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -143,7 +144,14 @@ func runPlan(cmd *cobra.Command, o *planOptions) error {
 		return usageError("--hash: %v", err)
 	}
 	if prim == dta.SketchMerge {
+		if err := onlyWith(cmd, "--primitive sketchmerge", false, "keys", "age", "value-size", "target", "n",
+			"checksum-bits", "hops", "values", "memory", "hash", "simulate-slots"); err != nil {
+			return err
+		}
 		return runSketchPlan(cmd, o)
+	}
+	if err := onlyWith(cmd, "--primitive sketchmerge", true, sketchPlanFlags...); err != nil {
+		return err
 	}
 	d := analysis.Design{Primitive: prim, N: o.n, Hash: hash}
 	// A flag that does not apply is passed on only if given, so that the
@@ -209,7 +217,7 @@ func runPlan(cmd *cobra.Command, o *planOptions) error {
 		}
 		res, err := analysis.Plan(req)
 		if err != nil {
-			return usageError("%v", err)
+			return fieldFlagError(err, planFieldFlags)
 		}
 		rep.Mode, rep.Target, rep.Rows, rep.BestN = "plan", o.target, res.Rows, &res.BestN
 		if o.simulate {
@@ -243,7 +251,7 @@ func runPlan(cmd *cobra.Command, o *planOptions) error {
 	}
 	res, err := analysis.Capacity(analysis.CapacityRequest{Design: d, Memory: uint64(mem), Keys: keys, Ages: ages})
 	if err != nil {
-		return usageError("%v", err)
+		return fieldFlagError(err, planFieldFlags)
 	}
 	rep.Mode, rep.Memory, rep.Rows = "capacity", uint64(mem), res.Rows
 	if o.simulate {
@@ -265,6 +273,50 @@ func runPlan(cmd *cobra.Command, o *planOptions) error {
 	}
 	if o.simulate {
 		return planSimTable(cmd.OutOrStdout(), rep.Simulated)
+	}
+	return nil
+}
+
+// planFieldFlags names the flag of each field the analysis package names in
+// its errors (analysis.FieldError).
+var planFieldFlags = map[string]string{
+	"primitive": "primitive", "n": "n", "hash": "hash", "value size": "value-size",
+	"checksum bits": "checksum-bits", "hops": "hops", "values": "values",
+	"keys": "keys", "age": "age", "target": "target", "memory": "memory",
+	"rows": "rows", "columns": "columns", "kind": "kind", "epochs": "epochs",
+	"epsilon": "epsilon", "delta": "delta",
+}
+
+// fieldFlagError turns a library error naming a field (analysis.FieldError)
+// into a usage error naming the field's flag in flags. An error naming no
+// field of flags stays as it is, a usage error still.
+func fieldFlagError(err error, flags map[string]string) error {
+	var fe *analysis.FieldError
+	if !errors.As(err, &fe) {
+		return usageError("%v", err)
+	}
+	var names []string
+	for f := range strings.SplitSeq(fe.Field, ", ") {
+		name, ok := flags[f]
+		if !ok {
+			return usageError("%v", err)
+		}
+		names = append(names, "--"+name)
+	}
+	return usageError("%s: %v", strings.Join(names, ", "), fe.Err)
+}
+
+// onlyWith refuses the flags given that do not apply: those of names when
+// in is false (they apply to the others), or those of names when in is
+// true (they apply only with what).
+func onlyWith(cmd *cobra.Command, what string, in bool, names ...string) error {
+	for _, n := range names {
+		if cmd.Flags().Changed(n) {
+			if in {
+				return usageError("--%s: applies with %s only", n, what)
+			}
+			return usageError("--%s: does not apply with %s", n, what)
+		}
 	}
 	return nil
 }

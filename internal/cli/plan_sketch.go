@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -9,8 +11,19 @@ import (
 
 	"github.com/dta-go/dta/internal/analysis"
 	"github.com/dta-go/dta/internal/analysis/sim"
+	"github.com/dta-go/dta/internal/primitive/sketchmerge"
 	"github.com/dta-go/dta/sketch"
 )
+
+// sketchPlanFlags are the flags that apply to --primitive sketchmerge only.
+var sketchPlanFlags = []string{"rows", "columns", "kind", "epsilon", "delta", "epochs",
+	"sim-reporters", "sim-packets", "sim-keys", "sim-zipf"}
+
+// sketchSimFieldFlags names the flag of each field of sim.SketchConfig.
+var sketchSimFieldFlags = map[string]string{
+	"reporters": "sim-reporters", "keys": "sim-keys", "packets": "sim-packets",
+	"zipf": "sim-zipf", "geometry": "simulate",
+}
 
 // sketchPlanOptions are dta plan's Sketch-Merge flags.
 type sketchPlanOptions struct {
@@ -32,11 +45,11 @@ func (s *sketchPlanOptions) add(fl *pflag.FlagSet) {
 	fl.StringVar(&s.kind, "kind", "countmin", "sketchmerge: countmin or countsketch")
 	fl.Float64Var(&s.epsilon, "epsilon", 0, "sketchmerge: error as a share of the stream's L1 (countmin) or L2 (countsketch); 0 with a geometry: its natural ε")
 	fl.Float64Var(&s.delta, "delta", 0.01, "sketchmerge: the probability a key's error may exceed ε (planning)")
-	fl.IntVar(&s.epochs, "epochs", 3, "sketchmerge: copies of the sketch in the store")
-	fl.IntVar(&s.reporters, "sim-reporters", 4, "sketchmerge --simulate: reporters whose flushes are merged")
-	fl.StringVar(&s.packets, "sim-packets", "1M", "sketchmerge --simulate: packets in the stream")
-	fl.StringVar(&s.keys, "sim-keys", "100K", "sketchmerge --simulate: distinct keys")
-	fl.Float64Var(&s.zipf, "sim-zipf", 1.1, "sketchmerge --simulate: Zipf skew of the stream (> 1)")
+	fl.IntVar(&s.epochs, "epochs", sketchmerge.MinEpochs, fmt.Sprintf("sketchmerge: copies of the sketch in the store, %d..%d", sketchmerge.MinEpochs, sketchmerge.MaxEpochs))
+	fl.IntVar(&s.reporters, "sim-reporters", 4, fmt.Sprintf("sketchmerge --simulate: reporters whose flushes are merged, 1..%d", sim.MaxSketchReporters))
+	fl.StringVar(&s.packets, "sim-packets", "1M", "sketchmerge --simulate: packets in the stream, at most 2^32")
+	fl.StringVar(&s.keys, "sim-keys", "100K", "sketchmerge --simulate: distinct keys, at most 2^24")
+	fl.Float64Var(&s.zipf, "sim-zipf", 1.1, fmt.Sprintf("sketchmerge --simulate: Zipf skew of the stream, above 1 and at most %d", sim.MaxSketchZipf))
 }
 
 // sketchPlanReport is what dta plan --primitive sketchmerge prints as JSON.
@@ -53,6 +66,41 @@ func runSketchPlan(cmd *cobra.Command, o *planOptions) error {
 	if err != nil {
 		return usageError("--kind: %v", err)
 	}
+	if err := checkInt("epochs", s.epochs, sketchmerge.MinEpochs, sketchmerge.MaxEpochs); err != nil {
+		return err
+	}
+	if err := checkFloat("epsilon", s.epsilon, 0, 1); err != nil {
+		return err
+	}
+	if err := checkFloat("delta", s.delta, 0, 1); err != nil {
+		return err
+	}
+	var packets, keys uint64
+	if o.simulate {
+		if packets, err = planCount(s.packets); err != nil {
+			return usageError("--sim-packets: %v", err)
+		}
+		if err := checkInt("sim-packets", packets, 1, sim.MaxSketchPackets); err != nil {
+			return err
+		}
+		if keys, err = planCount(s.keys); err != nil {
+			return usageError("--sim-keys: %v", err)
+		}
+		if err := checkInt("sim-keys", keys, 1, sim.MaxSketchKeys); err != nil {
+			return err
+		}
+		if err := checkInt("sim-reporters", s.reporters, 1, sim.MaxSketchReporters); err != nil {
+			return err
+		}
+		if err := checkFloat("sim-zipf", s.zipf, 1, sim.MaxSketchZipf); err != nil {
+			return err
+		}
+		if s.zipf == 1 {
+			return usageError("--sim-zipf: the skew must be above 1")
+		}
+	} else if err := onlyWith(cmd, "--simulate", true, "sim-reporters", "sim-packets", "sim-keys", "sim-zipf"); err != nil {
+		return err
+	}
 	rep := sketchPlanReport{Primitive: "sketchmerge"}
 	switch {
 	case s.rows != 0 || s.columns != 0:
@@ -65,22 +113,17 @@ func runSketchPlan(cmd *cobra.Command, o *planOptions) error {
 		return usageError("sketchmerge: give --rows and --columns (rate a geometry) or --epsilon and --delta (plan one)")
 	}
 	if err != nil {
-		return usageError("%v", err)
+		return fieldFlagError(err, planFieldFlags)
 	}
 	if o.simulate {
-		packets, err := planCount(s.packets)
-		if err != nil {
-			return usageError("--sim-packets: %v", err)
-		}
-		keys, err := planCount(s.keys)
-		if err != nil {
-			return usageError("--sim-keys: %v", err)
-		}
 		b := rep.Bounds
-		res, err := sim.RunSketch(sim.SketchConfig{Geometry: sketch.Geometry{Rows: b.Rows, Columns: b.Columns, Kind: kind},
+		res, err := sim.RunSketch(cmd.Context(), sim.SketchConfig{Geometry: sketch.Geometry{Rows: b.Rows, Columns: b.Columns, Kind: kind},
 			Epsilon: b.Epsilon, Reporters: s.reporters, Keys: int(keys), Packets: int(packets), Zipf: s.zipf, TopK: 20, Seed: o.seed})
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
 		if err != nil {
-			return usageError("--simulate: %v", err)
+			return fieldFlagError(err, sketchSimFieldFlags)
 		}
 		rep.Simulated = &res
 	}

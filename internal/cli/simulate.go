@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -114,9 +115,9 @@ fit in memory. A progress bar goes to stderr when it is a terminal (--progress).
 	fl.StringSliceVar(&o.ages, "ages", nil, "without --figure: extra ages to probe, e.g. 1M,5M (±5 % windows)")
 	fl.IntVar(&o.bins, "bins", 0, "equal-width age bins (default: the figure's, or 20)")
 	fl.IntVar(&o.perBin, "per-bin", 0, "queries per bin (default: the figure's, or 50000)")
-	fl.StringVar(&o.maxMemory, "max-memory", "3GiB", "figure 13: largest region; bigger stores run scaled down by the ratio")
+	fl.StringVar(&o.maxMemory, "max-memory", "3GiB", "figure 13: largest region, from 1MiB to the machine's memory; bigger stores run scaled down by the ratio")
 	fl.Uint64Var(&o.seed, "seed", sim.DefaultSeed, "random seed: keys, values and the query sample")
-	fl.IntVar(&o.workers, "workers", 0, "goroutines per run (default GOMAXPROCS)")
+	fl.IntVar(&o.workers, "workers", 0, fmt.Sprintf("goroutines per run, up to %d (0: GOMAXPROCS)", sim.MaxWorkers))
 	fl.StringVar(&o.hugePages, "huge-pages", "madvise", "region backing: madvise, off or hugetlb")
 	fl.StringVarP(&o.output, "output", "o", "table", "output `format`: table, json or csv (one row per age bin)")
 	fl.StringVar(&o.plot, "plot", "", "also draw the figure to this file (.svg, .png or .pdf)")
@@ -134,8 +135,24 @@ func runSimulate(cmd *cobra.Command, o *simulateOptions) error {
 	if err != nil {
 		return usageError("--huge-pages: %v", err)
 	}
-	if o.workers < 0 || o.bins < 0 || o.perBin < 0 {
-		return usageError("--workers, --bins, --per-bin: must not be negative")
+	if err := checkInt("workers", o.workers, 0, sim.MaxWorkers); err != nil {
+		return err
+	}
+	if o.bins < 0 {
+		return usageError("--bins: %d is negative", o.bins)
+	}
+	if o.perBin < 0 {
+		return usageError("--per-bin: %d is negative", o.perBin)
+	}
+	switch o.progress {
+	case "auto", "always", "never":
+	default:
+		return usageError("--progress: %q is not auto, always or never", o.progress)
+	}
+	if o.plot != "" {
+		if err := checkPlotPath(o.plot); err != nil {
+			return err
+		}
 	}
 	slots, err := simCount(o.slots)
 	if err != nil {
@@ -152,6 +169,9 @@ func runSimulate(cmd *cobra.Command, o *simulateOptions) error {
 		f, err = simCustom(cmd, o, slots, keys, hp)
 	}
 	if err != nil {
+		return err
+	}
+	if err := checkRegionsFit(f); err != nil {
 		return err
 	}
 
@@ -195,13 +215,18 @@ func simFigure(cmd *cobra.Command, o *simulateOptions, slots, keys uint64, hp re
 	if err != nil {
 		return nil, usageError("--max-memory: %v", err)
 	}
+	if o.figure == sim.FigurePaths {
+		if err := checkMaxMemory(uint64(mem)); err != nil {
+			return nil, err
+		}
+	}
 	f, err := sim.NewFigure(o.figure, sim.FigureOptions{
 		Slots: slots, Keys: keys, N: o.n, ChecksumBits: o.checksumBits,
 		Bins: o.bins, PerBin: o.perBin, Seed: o.seed, Workers: o.workers,
 		MaxMemory: uint64(mem), HugePages: hp,
 	})
 	if err != nil {
-		return nil, usageError("%v", err)
+		return nil, fieldFlagError(err, simFieldFlags)
 	}
 	return f, nil
 }
@@ -259,7 +284,7 @@ func simCustom(cmd *cobra.Command, o *simulateOptions, slots, keys uint64, hp re
 			c := base
 			c.N, c.ChecksumBits = n, b
 			if err := c.Validate(); err != nil {
-				return nil, usageError("%v", err)
+				return nil, fieldFlagError(err, simFieldFlags)
 			}
 			label := fmt.Sprintf("N = %d", n)
 			if hash != hashing.CRC32C {
@@ -272,6 +297,80 @@ func simCustom(cmd *cobra.Command, o *simulateOptions, slots, keys uint64, hp re
 		}
 	}
 	return f, nil
+}
+
+// simFieldFlags names the flag of each field sim names in its errors
+// (analysis.FieldError).
+var simFieldFlags = map[string]string{
+	"primitive": "primitive", "keys": "keys", "bins": "bins", "per-bin queries": "per-bin",
+	"slots": "slots", "n": "n", "hash": "hash", "workers": "workers", "probes": "ages",
+	"if-empty": "if-empty", "threshold": "threshold", "checksum bits": "checksum-bits",
+	"values": "values", "hops": "hops", "value size": "value-size", "figure": "figure",
+}
+
+// minMaxMemory is the smallest --max-memory: below it figure 13's stores
+// would be scaled down to a few slots.
+const minMaxMemory = 1 << 20
+
+// checkMaxMemory refuses a --max-memory that is no memory (0), too small to
+// scale figure 13's stores into, or more than the machine has.
+func checkMaxMemory(mem uint64) error {
+	if mem < minMaxMemory {
+		return usageError("--max-memory: %d bytes is below the %s a scaled store needs", mem, planBytes(minMaxMemory))
+	}
+	if phys, ok := simPhysicalMemory(); ok && mem > phys {
+		return usageError("--max-memory: %s is more than this machine's %s of memory", planBytes(mem), planBytes(phys))
+	}
+	return nil
+}
+
+// checkRegionsFit refuses a run whose region (pre-faulted) is larger than
+// the machine's memory, naming the flag that sizes it.
+func checkRegionsFit(f *sim.Figure) error {
+	phys, ok := simPhysicalMemory()
+	if !ok {
+		return nil
+	}
+	flag := "--slots"
+	if f.Name == sim.FigurePaths {
+		flag = "--max-memory"
+	}
+	for i := range f.Runs {
+		r := &f.Runs[i]
+		if size := r.Config.RegionSize(); size > phys {
+			return usageError("%s: run %q needs a region of %s, more than this machine's %s of memory", flag, r.Label, planBytes(size), planBytes(phys))
+		}
+	}
+	return nil
+}
+
+// checkPlotPath refuses a --plot whose format sim cannot draw, or whose
+// directory does not exist, before any run.
+func checkPlotPath(path string) error {
+	if err := sim.CheckPlotPath(path); err != nil {
+		return usageError("--plot: %v", err)
+	}
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return usageError("--plot: %s: no such directory", filepath.Dir(path))
+	}
+	return nil
+}
+
+// simPhysicalMemory returns the machine's memory (MemTotal of /proc/meminfo)
+// and whether it is known.
+func simPhysicalMemory() (uint64, bool) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			if kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
+				return kb << 10, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // simCount parses an optional count ("" is 0) as dta plan does: 10M, 2^23.
@@ -307,14 +406,8 @@ func simCommand(cmd *cobra.Command) string {
 // simMachine describes the host: CPUs and memory.
 func simMachine() string {
 	s := fmt.Sprintf("%d CPUs (GOMAXPROCS %d), %s/%s", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				if kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
-					s += ", " + planBytes(kb<<10) + " RAM"
-				}
-			}
-		}
+	if phys, ok := simPhysicalMemory(); ok {
+		s += ", " + planBytes(phys) + " RAM"
 	}
 	return s
 }

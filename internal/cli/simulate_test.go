@@ -83,7 +83,7 @@ func TestSimulateRejectsMisusedFlags(t *testing.T) {
 		{"a single-run flag with a figure", []string{"--figure", "12", "--if-empty"}, "--if-empty"},
 		{"one store without its size", []string{"--keys", "1000"}, "--slots"},
 		{"an unknown output", []string{"--slots", "1024", "--keys", "100", "-o", "xml"}, "-o"},
-		{"short checksums with crc32", []string{"--slots", "1024", "--keys", "100", "--hash", "crc32", "--checksum-bits", "8"}, "checksum bits"},
+		{"short checksums with crc32", []string{"--slots", "1024", "--keys", "100", "--hash", "crc32", "--checksum-bits", "8"}, "--checksum-bits"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,7 +21,7 @@ type EvalConfig struct {
 	Settings []Setting
 	Methods  []Method
 	Net      netsim.Config
-	// Workers simulate traces in parallel (default GOMAXPROCS).
+	// Workers simulate traces in parallel, 0 (GOMAXPROCS) to MaxWorkers.
 	Workers int
 	// Progress, when set, is called after each trace.
 	Progress func(done, total int)
@@ -91,10 +91,14 @@ type rowKey struct {
 }
 
 // Eval simulates cfg.Traces traces of every kind and diagnoses each at every
-// setting with every method, through s.
+// setting with every method, through s. It refuses a cfg that does not
+// Validate.
 func Eval(ctx context.Context, s *Session, cfg EvalConfig) (*EvalResult, error) {
 	start := time.Now()
-	if cfg.Workers <= 0 {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Workers == 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
 	strategies := map[telemetry.Strategy]bool{}

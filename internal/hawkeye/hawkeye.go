@@ -205,8 +205,12 @@ type SimConfig struct {
 
 // Simulate runs one scenario with a telemetry instance per epoch size and
 // an agent per setting that fires at most once, at or after the anomaly's
-// start; every firing polls with every strategy.
+// start; every firing polls with every strategy. It refuses a cfg that
+// does not Validate.
 func Simulate(cfg SimConfig) (*Trace, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	sc, err := netsim.NewScenario(netsim.ScenarioConfig{Kind: cfg.Kind, Seed: cfg.Seed, Load: cfg.Load, Sim: cfg.Net})
 	if err != nil {
 		return nil, fmt.Errorf("hawkeye: %s seed %d: %w", cfg.Kind, cfg.Seed, err)

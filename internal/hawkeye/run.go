@@ -43,10 +43,13 @@ type RunResult struct {
 }
 
 // Run simulates one scenario and diagnoses its first trigger with every
-// method through s.
+// method through s. It refuses a cfg that does not Validate.
 func Run(ctx context.Context, s *Session, cfg RunConfig) (*RunResult, error) {
 	if len(cfg.Methods) == 0 {
 		cfg.Methods = []Method{MethodHawkeye}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	strats := map[telemetry.Strategy]bool{}
 	var ss []telemetry.Strategy
@@ -61,7 +64,7 @@ func Run(ctx context.Context, s *Session, cfg RunConfig) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tr.Polls[cfg.Setting].Trigger == nil {
+	if sp := tr.Polls[cfg.Setting]; sp == nil || sp.Trigger == nil {
 		return &RunResult{Trace: tr, Setting: cfg.Setting}, fmt.Errorf("hawkeye: %s seed %d: no agent fired at %s", cfg.Kind, cfg.Seed, cfg.Setting)
 	}
 	vs, err := s.Diagnose(ctx, tr, cfg.Setting, cfg.Methods)

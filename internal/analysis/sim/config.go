@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	"github.com/dta-go/dta/hashing"
+	"github.com/dta-go/dta/internal/analysis"
 	"github.com/dta-go/dta/internal/primitive/keywrite"
 	"github.com/dta-go/dta/internal/primitive/postcard"
 	"github.com/dta-go/dta/internal/region"
@@ -69,7 +70,7 @@ type Config struct {
 	PerBin int `json:"per_bin"`
 
 	Seed      uint64           `json:"seed"`
-	Workers   int              `json:"workers"` // goroutines for both phases; 0 means GOMAXPROCS
+	Workers   int              `json:"workers"` // goroutines for both phases, up to MaxWorkers; 0 means GOMAXPROCS
 	HugePages region.HugePages `json:"-"`       // the region's page backing
 }
 
@@ -100,41 +101,62 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first thing wrong with c, naming the field.
+// MaxWorkers bounds Config.Workers: each worker holds its own buffers, and
+// more goroutines than this only cost memory.
+const MaxWorkers = 1024
+
+// fieldError is an error naming a field of Config, as its documentation does.
+func fieldError(field, format string, a ...any) error {
+	return &analysis.FieldError{Field: field, Err: fmt.Errorf(format, a...)}
+}
+
+// Validate reports the first thing wrong with c, naming the field (an
+// *analysis.FieldError).
 func (c *Config) Validate() error {
 	if c.Primitive != dta.KeyWrite && c.Primitive != dta.Postcard {
-		return fmt.Errorf("primitive: %v is not keywrite or postcard", c.Primitive)
+		return fieldError("primitive", "%v is not keywrite or postcard", c.Primitive)
 	}
 	switch {
 	case c.Keys < 1:
-		return fmt.Errorf("keys: must be at least 1")
+		return fieldError("keys", "must be at least 1")
 	case c.Keys > 1<<40:
-		return fmt.Errorf("keys: %d above 2^40", c.Keys)
+		return fieldError("keys", "%d above 2^40", c.Keys)
 	case c.Bins < 1 && len(c.Probes) == 0:
-		return fmt.Errorf("bins: need at least one bin or one probe age")
+		return fieldError("bins", "need at least one bin or one probe age")
 	case c.Bins < 0 || uint64(c.Bins) > c.Keys:
-		return fmt.Errorf("bins: %d out of range [0, keys]", c.Bins)
+		return fieldError("bins", "%d out of range [0, keys]", c.Bins)
 	case c.PerBin < 1:
-		return fmt.Errorf("per-bin queries: must be at least 1")
-	case c.Slots > 1<<32:
-		return fmt.Errorf("slots: %d above 2^32", c.Slots)
-	case c.Workers < 0:
-		return fmt.Errorf("workers: %d is negative", c.Workers)
+		return fieldError("per-bin queries", "must be at least 1")
+	case c.Slots < 2 || c.Slots > 1<<32:
+		return fieldError("slots", "%d out of range [2, 2^32]", c.Slots)
+	case c.N < 1 || c.N > dta.MaxRedundancy:
+		return fieldError("n", "%d out of range [1, %d]", c.N, dta.MaxRedundancy)
+	case c.hash() != hashing.CRC32C && c.hash() != hashing.CRC32:
+		return fieldError("hash", "%v is not a known hash", c.Hash)
+	case c.hash() == hashing.CRC32 && c.Slots&(c.Slots-1) != 0:
+		return fieldError("slots", "%d is not a power of two, which hash crc32 needs", c.Slots)
+	case c.Workers < 0 || c.Workers > MaxWorkers:
+		return fieldError("workers", "%d out of range [0, %d] (0: GOMAXPROCS)", c.Workers, MaxWorkers)
 	}
 	for _, p := range c.Probes {
 		if p.Age >= c.Keys || p.Queries < 0 {
-			return fmt.Errorf("probes: age %d is not below keys %d, or queries %d negative", p.Age, c.Keys, p.Queries)
+			return fieldError("probes", "age %d is not below keys %d, or queries %d negative", p.Age, c.Keys, p.Queries)
 		}
 	}
 	if c.Primitive == dta.Postcard {
-		if c.IfEmpty || c.Threshold != 0 || c.ChecksumBits != 0 && c.ChecksumBits != 32 {
-			return fmt.Errorf("if-empty, threshold, checksum bits: apply to keywrite only")
-		}
-		if c.Values < 1 || c.Values > postcard.End {
-			return fmt.Errorf("values: %d out of range [1, %d]", c.Values, postcard.End)
+		switch {
+		case c.IfEmpty || c.Threshold != 0 || c.ChecksumBits != 0 && c.ChecksumBits != 32:
+			return fieldError("if-empty, threshold, checksum bits", "apply to keywrite only")
+		case c.Values < 1 || c.Values > postcard.End:
+			return fieldError("values", "%d out of range [1, %d]", c.Values, postcard.End)
+		case c.Hops < 1 || c.Hops > hashing.MaxHops:
+			return fieldError("hops", "%d out of range [1, %d]", c.Hops, hashing.MaxHops)
 		}
 		s := c.postcardSpec()
 		return s.Validate()
+	}
+	if c.ValueSize < 1 || c.ValueSize > dta.MaxValueLen {
+		return fieldError("value size", "%d out of range [1, %d]", c.ValueSize, dta.MaxValueLen)
 	}
 	s := c.keyWriteSpec()
 	if err := s.Validate(); err != nil {
@@ -142,13 +164,13 @@ func (c *Config) Validate() error {
 	}
 	switch {
 	case c.ChecksumBits < 1 || c.ChecksumBits > 32:
-		return fmt.Errorf("checksum bits: %d out of range [1, 32]", c.ChecksumBits)
+		return fieldError("checksum bits", "%d out of range [1, 32]", c.ChecksumBits)
 	case c.ChecksumBits < 32 && c.hash() != hashing.CRC32C:
-		return fmt.Errorf("checksum bits: short checksums need hash crc32c, whose slots do not depend on the checksum")
+		return fieldError("checksum bits", "short checksums need hash crc32c, whose slots do not depend on the checksum")
 	case c.Threshold < 0 || c.Threshold > c.N:
-		return fmt.Errorf("threshold: %d out of range [0, %d]", c.Threshold, c.N)
+		return fieldError("threshold", "%d out of range [0, %d]", c.Threshold, c.N)
 	case c.IfEmpty && s.SlotSize()%8 != 0:
-		return fmt.Errorf("if-empty: %d-byte slots are not 8-byte aligned, as a compare-and-swap needs", s.SlotSize())
+		return fieldError("if-empty", "%d-byte slots are not 8-byte aligned, as a compare-and-swap needs", s.SlotSize())
 	}
 	return nil
 }

@@ -102,7 +102,7 @@ func NewFigure(name string, o FigureOptions) (*Figure, error) {
 	base.Workers = o.Workers
 	base.HugePages = o.HugePages
 	if len(o.ChecksumBits) > 1 && name != FigureChecksums {
-		return nil, fmt.Errorf("checksum bits: figure %s takes one width", name)
+		return nil, fieldError("checksum bits", "figure %s takes one width", name)
 	}
 	if len(o.ChecksumBits) == 1 {
 		base.ChecksumBits = o.ChecksumBits[0]
@@ -131,7 +131,7 @@ func NewFigure(name string, o FigureOptions) (*Figure, error) {
 		f.Title = "Postcarding: success vs load factor α (later paths / chunks), B = 5, |V| = 2^20"
 		base.Primitive = dta.Postcard
 		if len(o.ChecksumBits) > 0 {
-			return nil, fmt.Errorf("checksum bits: postcard slots are 32 bits (vary |V| instead)")
+			return nil, fieldError("checksum bits", "postcard slots are 32 bits (vary |V| instead)")
 		}
 		bins(40, 50_000)
 		slots := cmp.Or(o.Slots, 1<<21)
@@ -142,7 +142,7 @@ func NewFigure(name string, o FigureOptions) (*Figure, error) {
 		}
 	case FigurePaths:
 		if o.Slots != 0 {
-			return nil, fmt.Errorf("slots: figure 13 sets its stores from the storage sizes; bound them with the max memory")
+			return nil, fieldError("slots", "figure 13 sets its stores from the storage sizes; bound them with the max memory")
 		}
 		bins(100, 20_000)
 		flows := cmp.Or(o.Keys, paperFlows)
@@ -242,7 +242,7 @@ func NewFigure(name string, o FigureOptions) (*Figure, error) {
 			}
 		}
 	default:
-		return nil, fmt.Errorf("figure: %q is not one of %s", name, strings.Join(FigureNames, ", "))
+		return nil, fieldError("figure", "%q is not one of %s", name, strings.Join(FigureNames, ", "))
 	}
 	for i := range f.Runs {
 		if err := f.Runs[i].Config.Validate(); err != nil {

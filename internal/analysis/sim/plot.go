@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,9 +18,26 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
+// PlotFormats are the formats Plot writes, named by the file's extension.
+var PlotFormats = []string{"svg", "png", "pdf"}
+
+// CheckPlotPath reports whether Plot can write path's format, so that a
+// caller can refuse a path before the runs rather than after them.
+func CheckPlotPath(path string) error {
+	format := strings.TrimPrefix(filepath.Ext(path), ".")
+	if !slices.Contains(PlotFormats, format) {
+		return fmt.Errorf("extension %q is not one of .%s", filepath.Ext(path), strings.Join(PlotFormats, ", ."))
+	}
+	return nil
+}
+
 // Plot draws the figure into path; the extension (.svg, .png, .pdf) picks
-// the format. Simulated points are marks, the paper's bounds lines.
+// the format. Simulated points are marks, the paper's bounds lines. The
+// file is created only once the drawing is done.
 func (fr *FigureResult) Plot(path string) error {
+	if err := CheckPlotPath(path); err != nil {
+		return err
+	}
 	p := newPlot(fr.Title)
 	var err error
 	switch fr.Name {
@@ -59,7 +78,20 @@ func (fr *FigureResult) Plot(path string) error {
 	if err != nil {
 		return err
 	}
-	return p.Save(18*vg.Centimeter, 11*vg.Centimeter, path)
+	c, err := p.WriterTo(18*vg.Centimeter, 11*vg.Centimeter, strings.TrimPrefix(filepath.Ext(path), "."))
+	if err != nil {
+		return err
+	}
+	return writePlot(path, c)
+}
+
+// writePlot renders c and only then writes the file.
+func writePlot(path string, c io.WriterTo) error {
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o666)
 }
 
 func newPlot(title string) *plot.Plot {
@@ -85,15 +117,7 @@ func saveSideBySide(path string, plots ...*plot.Plot) error {
 	for i, p := range plots {
 		p.Draw(canvases[0][i])
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := c.WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writePlot(path, c)
 }
 
 // simPoints returns the equal-width bins of r as (x, success %) points.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -26,9 +27,53 @@ type SketchConfig struct {
 	Reporters int
 	Keys      int
 	Packets   int
-	Zipf      float64 // skew s > 1
+	Zipf      float64 // skew s, above 1 and at most MaxSketchZipf
 	TopK      int     // heavy hitters compared
 	Seed      uint64
+}
+
+// Limits of a SketchConfig: a simulation holds Keys keys (about 64 bytes
+// each), Reporters + 1 sketches and a region of sketchmerge.MinEpochs
+// copies, and draws Packets packets (a fraction of a microsecond each).
+const (
+	MaxSketchReporters = 1024
+	MaxSketchKeys      = 1 << 24
+	MaxSketchPackets   = 1 << 32
+	MaxSketchZipf      = 100
+	// MaxSketchBytes bounds the counters of the sketches and the region.
+	MaxSketchBytes = 4 << 30
+)
+
+// sketchCheckEvery is how many packets or keys pass between two looks at
+// the context.
+const sketchCheckEvery = 1 << 16
+
+// Validate reports the first thing wrong with c, naming the field.
+func (c *SketchConfig) Validate() error {
+	fe := func(field, format string, a ...any) error {
+		return &analysis.FieldError{Field: field, Err: fmt.Errorf(format, a...)}
+	}
+	switch {
+	case c.Reporters < 1 || c.Reporters > MaxSketchReporters:
+		return fe("reporters", "%d out of range [1, %d]", c.Reporters, MaxSketchReporters)
+	case c.Keys < 1 || c.Keys > MaxSketchKeys:
+		return fe("keys", "%d out of range [1, 2^24]", c.Keys)
+	case c.Packets < 1 || uint64(c.Packets) > MaxSketchPackets:
+		return fe("packets", "%d out of range [1, 2^32]", c.Packets)
+	case math.IsNaN(c.Zipf) || c.Zipf <= 1 || c.Zipf > MaxSketchZipf:
+		return fe("zipf", "skew %v out of range (1, %d]", c.Zipf, MaxSketchZipf)
+	case c.TopK < 0:
+		return fe("top k", "%d is negative", c.TopK)
+	}
+	if err := c.Geometry.Validate(); err != nil {
+		return fe("geometry", "%v", err)
+	}
+	copies := uint64(c.Reporters) + 1 + sketchmerge.MinEpochs
+	if n := c.Geometry.Counters(); n > MaxSketchBytes/8/copies {
+		return fe("geometry", "%d × %d counters in %d reporters' sketches, the union's and %d epochs need %s, more than the %s a simulation may use",
+			c.Geometry.Rows, c.Geometry.Columns, c.Reporters, sketchmerge.MinEpochs, bytesIEC(n*8*copies), bytesIEC(MaxSketchBytes))
+	}
+	return nil
 }
 
 // SketchResult is what a Sketch-Merge simulation measured beside the bound.
@@ -49,11 +94,11 @@ type SketchResult struct {
 	TopKRecall float64 `json:"topk_recall"`
 }
 
-// RunSketch runs one Sketch-Merge simulation.
-func RunSketch(c SketchConfig) (SketchResult, error) {
-	switch {
-	case c.Reporters < 1 || c.Keys < 1 || c.Packets < 1 || c.Zipf <= 1:
-		return SketchResult{}, fmt.Errorf("sim: sketch: reporters, keys and packets must be ≥ 1 and zipf > 1 (got %+v)", c)
+// RunSketch runs one Sketch-Merge simulation. It refuses a c that does not
+// Validate and stops with ctx's error when ctx is done.
+func RunSketch(ctx context.Context, c SketchConfig) (SketchResult, error) {
+	if err := c.Validate(); err != nil {
+		return SketchResult{}, fmt.Errorf("sim: sketch: %w", err)
 	}
 	b, err := analysis.SketchGuarantee(c.Geometry, sketchmerge.MinEpochs, c.Epsilon)
 	if err != nil {
@@ -86,6 +131,11 @@ func RunSketch(c SketchConfig) (SketchResult, error) {
 		}
 	}
 	for p := range c.Packets {
+		if p%sketchCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return SketchResult{}, err
+			}
+		}
 		k := z.Uint64()
 		truth[k]++
 		reps[p%c.Reporters].Update(keys[k], 1)
@@ -142,6 +192,11 @@ func RunSketch(c SketchConfig) (SketchResult, error) {
 	ests := make([]est, c.Keys)
 	exceeded := 0
 	for k := range keys {
+		if k%sketchCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return SketchResult{}, err
+			}
+		}
 		e, err := st.Estimate(epoch, keys[k])
 		if err != nil {
 			return SketchResult{}, err

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"testing"
 
 	"github.com/dta-go/dta/sketch"
@@ -15,7 +16,7 @@ func TestSketchMergeMeetsItsBoundsInSimulation(t *testing.T) {
 		{"count-sketch 5×512", sketch.Geometry{Rows: 5, Columns: 512, Kind: sketch.CountSketch}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := RunSketch(SketchConfig{Geometry: tc.g, Reporters: 3, Keys: 20000, Packets: 200000, Zipf: 1.1, TopK: 20, Seed: 7})
+			res, err := RunSketch(context.Background(), SketchConfig{Geometry: tc.g, Reporters: 3, Keys: 20000, Packets: 200000, Zipf: 1.1, TopK: 20, Seed: 7})
 			if err != nil {
 				t.Fatal(err)
 			}
