@@ -3,13 +3,19 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/bits"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dta-go/dta/internal/tea"
 )
 
 func newTeaCmd() *cobra.Command {
@@ -131,4 +137,105 @@ func (f *teaFlagSpec) add(cmd *cobra.Command, keySize, valueSize int) {
 	fl.IntVar(&f.scratchpad, "scratchpad", 0, "bytes of packet each row's scratchpad holds (an MTU, e.g. 1500); 0: none")
 	fl.Float64Var(&f.loadFactor, "load-factor", 0.7, "entries / cells, to size the table from the entries (ignored with --buckets)")
 	fl.StringVar(&f.buckets, "buckets", "", "buckets, instead of sizing the table from --load-factor")
+}
+
+// check refuses a geometry flag out of its range, naming the flag, before
+// any table is sized from them.
+func (f *teaFlagSpec) check() error {
+	return teaCheckGeometry(f.keySize, f.valueSize, f.cells, f.scratchpad, f.loadFactor)
+}
+
+// teaCheckGeometry checks the flags --key-size, --value-size, --cells,
+// --scratchpad and --load-factor against the limits of a tea.Spec.
+func teaCheckGeometry(keySize, valueSize, cells, scratchpad int, loadFactor float64) error {
+	if err := checkInt("key-size", keySize, 1, tea.MaxKeySize); err != nil {
+		return err
+	}
+	if err := checkInt("value-size", valueSize, 0, tea.MaxValueSize); err != nil {
+		return err
+	}
+	if err := checkInt("cells", cells, 1, tea.MaxCells); err != nil {
+		return err
+	}
+	if err := checkInt("scratchpad", scratchpad, 0, tea.MaxScratchpad); err != nil {
+		return err
+	}
+	if err := checkFloat("load-factor", loadFactor, 0, 1); err != nil || loadFactor == 0 {
+		return usageError("--load-factor: %v out of range (0, 1]", loadFactor)
+	}
+	return nil
+}
+
+// teaMaxTries is the most victims one insert may displace (--max-tries):
+// more only makes an insert into a full table take longer.
+const teaMaxTries = 1 << 16
+
+// teaCheckMaxTries checks --max-tries; 0 would mean the library's default,
+// so it is refused rather than replaced.
+func teaCheckMaxTries(v int) error { return checkInt("max-tries", v, 1, teaMaxTries) }
+
+// teaKeySetBytes is about the bytes per key, beyond the key itself, that
+// teabench.FiveTuples spends on the set keeping its keys distinct.
+const teaKeySetBytes = 48
+
+// teaMul is a × b, or math.MaxUint64 when that overflows: a byte count
+// that large is refused all the same.
+func teaMul(a, b uint64) uint64 {
+	if hi, lo := bits.Mul64(a, b); hi == 0 {
+		return lo
+	}
+	return math.MaxUint64
+}
+
+// teaMemoryLimit is the most bytes a tea command allocates for a table in
+// this process (and for the keys it inserts): half the machine's memory
+// (MemTotal of /proc/meminfo), or 4 GiB where that is not known. A table
+// above it is refused before it is allocated rather than crash the process.
+var teaMemoryLimit = sync.OnceValue(func() uint64 {
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				if kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil && kb > 0 {
+					return teaMul(kb, 1<<10) / 2
+				}
+			}
+		}
+	}
+	return 4 << 30
+})
+
+// teaCheckMemory refuses what needs more than teaMemoryLimit bytes, naming
+// the flags that sized it.
+func teaCheckMemory(flags, what string, need uint64) error {
+	if lim := teaMemoryLimit(); need > lim {
+		return usageError("%s: %s needs %d bytes (%s), more than the %d (%s) a tea command allocates here (half this machine's memory)",
+			flags, what, need, planBytesTea(need), lim, planBytesTea(lim))
+	}
+	return nil
+}
+
+// teaOpenFlagFile opens the regular file a flag names for streaming: a
+// device, a FIFO or a directory is refused rather than read without end,
+// and so is a file larger than max bytes. Errors name the flag.
+func teaOpenFlagFile(flag, path string, max int64) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, usageError("--%s: %v", flag, err)
+		}
+		return nil, fmt.Errorf("--%s: %w", flag, err)
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		f.Close()
+		return nil, fmt.Errorf("--%s: %w", flag, err)
+	case !fi.Mode().IsRegular():
+		f.Close()
+		return nil, usageError("--%s: %s is not a regular file", flag, path)
+	case fi.Size() > max:
+		f.Close()
+		return nil, usageError("--%s: %s is %d bytes, more than the %d this flag reads", flag, path, fi.Size(), max)
+	}
+	return f, nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dta-go/dta/internal/tea"
 	"github.com/dta-go/dta/internal/tea/teabench"
 )
 
@@ -97,7 +99,7 @@ timed with the wall clock; not run unless asked for with --figure):
 		loads[i] = strconv.FormatFloat(l, 'f', -1, 64)
 	}
 	fl.StringSliceVar(&o.loads, "loads", loads, "stash: load factors at which to count, increasing")
-	fl.IntVar(&o.maxTries, "max-tries", sc.MaxTries, "stash: Algorithm 1's MaxTries")
+	fl.IntVar(&o.maxTries, "max-tries", sc.MaxTries, "stash: Algorithm 1's MaxTries, 1 to 65536")
 	fl.IntVar(&o.servers, "servers", bc.Servers, "balance: servers")
 	fl.StringVar(&o.keys, "keys", "1M", "balance: distinct keys")
 	fl.StringSliceVar(&o.alphas, "alphas", []string{"0.99", "0.95", "0.90"}, "balance: Zipf skews")
@@ -129,26 +131,29 @@ func runTeaBench(cmd *cobra.Command, o *teaBenchOptions) error {
 		return err
 	}
 	var rep teaBenchReport
+	const figures = "stash, balance, failover, latency, scale or failover-rdma"
+	if len(o.figures) == 0 {
+		return usageError("--figure: none given; want %s", figures)
+	}
 	for _, f := range o.figures {
 		if !slices.Contains([]string{"stash", "balance", "failover", "latency", "scale", "failover-rdma"}, f) {
-			return usageError("--figure %q: want stash, balance, failover, latency, scale or failover-rdma", f)
+			return usageError("--figure %q: want %s", f, figures)
 		}
+	}
+	sc, err := o.stashConfig()
+	if err != nil {
+		return err
+	}
+	bc, err := o.balanceConfig()
+	if err != nil {
+		return err
+	}
+	if err := o.rdma.check(); err != nil {
+		return err
 	}
 	out := cmd.OutOrStdout()
 	if slices.Contains(o.figures, "stash") {
-		c := teabench.DefaultStashConfig()
-		entries, err := teaCount("--entries", o.entries)
-		if err != nil {
-			return err
-		}
-		loads, err := teaFloats("--loads", o.loads)
-		if err != nil {
-			return err
-		}
-		c.Entries, c.Cells, c.Loads, c.MaxTries, c.Seed = entries, o.cells, loads, o.maxTries, o.seed
-		if err := c.Validate(); err != nil {
-			return usageError("%v", err)
-		}
+		c := sc
 		rows, err := teabench.StashSweep(c)
 		if err != nil {
 			return err
@@ -163,28 +168,7 @@ func runTeaBench(cmd *cobra.Command, o *teaBenchOptions) error {
 		}
 	}
 	if slices.Contains(o.figures, "balance") {
-		c := teabench.DefaultBalanceConfig()
-		keys, err := teaCount("--keys", o.keys)
-		if err != nil {
-			return err
-		}
-		lookups, err := teaCount("--lookups", o.lookups)
-		if err != nil {
-			return err
-		}
-		warmup, err := teaCount("--warmup", o.warmup)
-		if err != nil {
-			return err
-		}
-		alphas, err := teaFloats("--alphas", o.alphas)
-		if err != nil {
-			return err
-		}
-		c.Servers, c.Keys, c.Alphas, c.Lookups, c.Warmup = o.servers, int(keys), alphas, int(lookups), int(warmup)
-		c.CacheSize, c.HotThreshold, c.Seed = o.cacheSize, o.hot, o.seed
-		if err := c.Validate(); err != nil {
-			return usageError("%v", err)
-		}
+		c := bc
 		rows, err := teabench.Balance(c)
 		if err != nil {
 			return err
@@ -232,6 +216,125 @@ func runTeaBench(cmd *cobra.Command, o *teaBenchOptions) error {
 		return teaJSON(out, rep)
 	}
 	return nil
+}
+
+// teaBenchMaxLookups bounds --lookups and --warmup: about an hour of
+// lookups, counted.
+const teaBenchMaxLookups = 1 << 30
+
+// stashConfig checks the stash flags, naming them, and returns the
+// experiment they ask for.
+func (o *teaBenchOptions) stashConfig() (teabench.StashConfig, error) {
+	c := teabench.DefaultStashConfig()
+	if err := checkFloat("target", o.target, 0, 1); err != nil {
+		return c, err
+	}
+	entries, err := teaCount("--entries", o.entries)
+	if err != nil {
+		return c, err
+	}
+	if err := checkInt("entries", entries, 16, teabench.MaxEntries); err != nil {
+		return c, err
+	}
+	var table uint64 // the largest of the tables, one at a time
+	for _, cells := range o.cells {
+		if err := checkInt("cells", cells, 1, tea.MaxCells); err != nil {
+			return c, err
+		}
+		s := tea.Spec{Buckets: max(2, entries/uint64(cells)), Cells: cells, KeySize: c.KeySize, ValueSize: c.ValueSize}
+		table = max(table, s.TableSize()+8*s.Buckets) // and MinStash's count per bucket
+	}
+	loads, err := teaFloats("--loads", o.loads)
+	if err != nil {
+		return c, err
+	}
+	if len(loads) == 0 {
+		return c, usageError("--loads: none given")
+	}
+	for i, l := range loads {
+		if err := checkFloat("loads", l, 0, 1); err != nil || l == 0 {
+			return c, usageError("--loads: %v out of range (0, 1]", l)
+		}
+		if i > 0 && l < loads[i-1] {
+			return c, usageError("--loads: %v, want increasing values", loads)
+		}
+	}
+	if err := teaCheckMaxTries(o.maxTries); err != nil {
+		return c, err
+	}
+	keys := teaMul(uint64(float64(entries)*loads[len(loads)-1]), uint64(c.KeySize+teaKeySetBytes))
+	if err := teaCheckMemory("--entries", fmt.Sprintf("the stash experiment over %d cells", entries), keys+table); err != nil {
+		return c, err
+	}
+	c.Entries, c.Cells, c.Loads, c.MaxTries, c.Seed = entries, o.cells, loads, o.maxTries, o.seed
+	if err := c.Validate(); err != nil {
+		return c, usageError("%v", err) // the flags are checked: not reached
+	}
+	return c, nil
+}
+
+// balanceConfig checks the balance flags, naming them, and returns the
+// experiment they ask for.
+func (o *teaBenchOptions) balanceConfig() (teabench.BalanceConfig, error) {
+	c := teabench.DefaultBalanceConfig()
+	if err := checkInt("servers", o.servers, 1, tea.MaxServers); err != nil {
+		return c, err
+	}
+	keys, err := teaCount("--keys", o.keys)
+	if err != nil {
+		return c, err
+	}
+	if err := checkInt("keys", keys, uint64(o.servers), teabench.MaxEntries); err != nil {
+		return c, err
+	}
+	// The keys (and the set keeping them distinct), their Zipf
+	// distribution, and the table at the experiment's load factor.
+	plan, err := tea.PlanTable(keys, c.KeySize, c.ValueSize, c.Cells, c.Load, 0)
+	if err != nil {
+		return c, usageError("--keys: %d keys need more than 2^40 buckets", keys)
+	}
+	if err := teaCheckMemory("--keys", fmt.Sprintf("the balance experiment over %d keys", keys),
+		teaMul(keys, uint64(c.KeySize+teaKeySetBytes+8))+plan.TableBytes); err != nil {
+		return c, err
+	}
+	lookups, err := teaCount("--lookups", o.lookups)
+	if err != nil {
+		return c, err
+	}
+	if err := checkInt("lookups", lookups, 1, teaBenchMaxLookups); err != nil {
+		return c, err
+	}
+	warmup, err := teaCount("--warmup", o.warmup)
+	if err != nil {
+		return c, err
+	}
+	if err := checkInt("warmup", warmup, 0, teaBenchMaxLookups); err != nil {
+		return c, err
+	}
+	alphas, err := teaFloats("--alphas", o.alphas)
+	if err != nil {
+		return c, err
+	}
+	if len(alphas) == 0 {
+		return c, usageError("--alphas: none given")
+	}
+	for _, a := range alphas {
+		if err := checkFloat("alphas", a, 0, 10); err != nil {
+			return c, err
+		}
+	}
+	if err := checkInt("cache-size", o.cacheSize, 1, 1<<24); err != nil {
+		return c, err
+	}
+	if err := checkInt("hot-threshold", o.hot, 1, math.MaxUint32); err != nil { // 0 would be the engine's default
+		return c, err
+	}
+	c.Servers, c.Keys, c.Alphas, c.Lookups, c.Warmup = o.servers, int(keys), alphas, int(lookups), int(warmup)
+	c.CacheSize, c.HotThreshold, c.Seed = o.cacheSize, o.hot, o.seed
+	if err := c.Validate(); err != nil {
+		return c, usageError("%v", err) // the flags are checked: not reached
+	}
+	return c, nil
 }
 
 func teaStashTable(w io.Writer, r *teaStashReport) {

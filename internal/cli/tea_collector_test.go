@@ -182,7 +182,7 @@ func TestTeaCommandsOverACollectorRefuseWhatTheyCannotDo(t *testing.T) {
 		{"no default TEA table store", []string{"tea", "lookup", "--collector", rdmaAddr, "--key", teaFlowKey(1)}, "no default teatable store"},
 		{"a key of the wrong size", []string{"tea", "lookup", "--collector", rdmaAddr, "--store", "flows", "--key", "7"}, "13"},
 		{"a geometry flag with --collector", []string{"tea", "load", "--collector", rdmaAddr, "--store", "flows", "--gen", "10", "--buckets", "64"}, "--buckets"},
-		{"both --table and --collector", []string{"tea", "lookup", "--collector", rdmaAddr, "--table", "x.tea", "--key", "7"}, "one of --table or --collector"},
+		{"both --table and --collector", []string{"tea", "lookup", "--collector", rdmaAddr, "--table", "x.tea", "--key", "7"}, "--table and --collector are mutually exclusive"},
 	} {
 		t.Run(tc.name+" is refused", func(t *testing.T) {
 			code, _, errs := teaExec(t, tc.args...)

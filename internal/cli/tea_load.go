@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"os"
 	"strings"
@@ -77,7 +78,7 @@ output says how many went there.`,
 	fl.StringVar(&o.in, "in", "", "entries to insert, one KEY VALUE per line (- for standard input)")
 	fl.StringVar(&o.gen, "gen", "", "insert this many random IPv4 5-tuples instead, e.g. 1M")
 	fl.StringVar(&o.out, "out", "", "write the table to this table file")
-	fl.IntVar(&o.maxTries, "max-tries", tea.DefaultMaxTries, "Algorithm 1's MaxTries")
+	fl.IntVar(&o.maxTries, "max-tries", tea.DefaultMaxTries, "Algorithm 1's MaxTries, 1 to 65536")
 	fl.Uint64Var(&o.seed, "seed", 1, "seed of the victims (and of --gen's keys)")
 	fl.StringVarP(&o.output, "output", "o", "table", "output `format`: table or json")
 	fl.StringVar(&o.collector, "collector", "", "load the table in this collector's teatable store, at its RoCEv2 address `IP:PORT` (port 4791 if absent)")
@@ -120,6 +121,27 @@ func runTeaLoad(cmd *cobra.Command, o *teaLoadOptions) error {
 	if o.collector == "" && (o.store != "" || o.clear) {
 		return usageError("--store, --clear: only with --collector")
 	}
+	if err := o.spec.check(); err != nil {
+		return err
+	}
+	if err := teaCheckMaxTries(o.maxTries); err != nil {
+		return err
+	}
+	if o.out != "" {
+		if fi, err := os.Stat(o.out); err == nil && !fi.Mode().IsRegular() {
+			return usageError("--out: %s exists and is not a regular file", o.out)
+		}
+	}
+	var buckets uint64
+	if o.spec.buckets != "" {
+		var err error
+		if buckets, err = teaCount("--buckets", o.spec.buckets); err != nil {
+			return err
+		}
+		if err := checkInt("buckets", buckets, 2, tea.MaxBuckets); err != nil {
+			return err
+		}
+	}
 	var rt *teaRemote
 	var tab *tea.Table
 	if o.collector != "" {
@@ -143,6 +165,13 @@ func runTeaLoad(cmd *cobra.Command, o *teaLoadOptions) error {
 		if ks < 13 {
 			return usageError("--gen makes 13-byte 5-tuples: --key-size %d is too small", ks)
 		}
+		// The keys, the values and the set that keeps the keys distinct.
+		if err := teaCheckMemory("--gen", fmt.Sprintf("%d random keys", n), teaMul(n, uint64(ks+vs+teaKeySetBytes))); err != nil {
+			return err
+		}
+		if err := checkInt("gen", n, 1, math.MaxInt32); err != nil {
+			return err
+		}
 		keys = teabench.FiveTuples(int(n), ks, o.seed)
 		values = make([]byte, int(n)*vs)
 		for i := range int(n) {
@@ -161,21 +190,26 @@ func runTeaLoad(cmd *cobra.Command, o *teaLoadOptions) error {
 	var spec tea.Spec
 	if rt != nil {
 		spec = rt.spec
-	} else if o.spec.buckets != "" {
-		b, err := teaCount("--buckets", o.spec.buckets)
-		if err != nil {
+	} else {
+		flags := "--buckets"
+		if buckets != 0 {
+			spec = tea.Spec{Buckets: buckets, Cells: o.spec.cells, KeySize: ks, ValueSize: vs, Scratchpad: o.spec.scratchpad, Hash: tea.CRC64}
+		} else {
+			flags = "--load-factor"
+			p, err := tea.PlanTable(n, ks, vs, o.spec.cells, o.spec.loadFactor, o.spec.scratchpad)
+			if err != nil { // the flags are checked: the entries need too many buckets
+				return usageError("--load-factor %v: %d entries need more than 2^40 buckets of %d cells", o.spec.loadFactor, n, o.spec.cells)
+			}
+			spec = p.Spec
+		}
+		if err := spec.Validate(); err != nil {
+			return usageError("%v", err) // the flags are checked: not reached
+		}
+		// The table, and the entries held while it is filled.
+		if err := teaCheckMemory(flags, fmt.Sprintf("a table of %d buckets of %d-byte rows and %d entries", spec.Buckets, spec.RowSize(), n),
+			spec.TableSize()+uint64(len(keys)+len(values))); err != nil {
 			return err
 		}
-		spec = tea.Spec{Buckets: b, Cells: o.spec.cells, KeySize: ks, ValueSize: vs, Scratchpad: o.spec.scratchpad, Hash: tea.CRC64}
-		if err := spec.Validate(); err != nil {
-			return usageError("%v", err)
-		}
-	} else {
-		p, err := tea.PlanTable(n, ks, vs, o.spec.cells, o.spec.loadFactor, o.spec.scratchpad)
-		if err != nil {
-			return usageError("%v", err)
-		}
-		spec = p.Spec
 	}
 	if tab == nil {
 		var err error
@@ -261,24 +295,36 @@ func teaPutIndex(b []byte, i uint64) {
 	}
 }
 
-// teaReadEntries reads KEY VALUE lines from a file, or standard input for -.
+// teaReadEntries reads KEY VALUE lines from a regular file of at most an
+// eighth of teaMemoryLimit (the entries parsed take up to about four
+// times its bytes), or from standard input for -. Errors name --in.
 func teaReadEntries(cmd *cobra.Command, path string, ks, vs int) (keys, values []byte, err error) {
 	if path == "-" {
-		return teaParseEntries(cmd.InOrStdin(), path, ks, vs)
+		keys, values, err = teaParseEntries(cmd.InOrStdin(), path, ks, vs)
+	} else {
+		f, ferr := teaOpenFlagFile("in", path, int64(min(teaMemoryLimit()/8, math.MaxInt64)))
+		if ferr != nil {
+			return nil, nil, ferr
+		}
+		defer f.Close()
+		keys, values, err = teaParseEntries(f, path, ks, vs)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		return nil, nil, usageError("--in: %v", err)
+	case err != nil:
+		return nil, nil, fmt.Errorf("--in: %w", err)
 	}
-	defer f.Close()
-	return teaParseEntries(f, path, ks, vs)
+	return keys, values, nil
 }
 
 // teaParseEntries parses KEY VALUE lines ('#' starts a comment) into flat
 // keys of ks bytes and values of vs bytes; errors name the line.
 func teaParseEntries(r io.Reader, name string, ks, vs int) (keys, values []byte, err error) {
 	sc := bufio.NewScanner(r)
-	for line := 1; sc.Scan(); line++ {
+	line := 1
+	for ; sc.Scan(); line++ {
 		text, _, _ := strings.Cut(sc.Text(), "#")
 		fields := strings.Fields(text)
 		if len(fields) == 0 {
@@ -303,7 +349,12 @@ func teaParseEntries(r io.Reader, name string, ks, vs int) (keys, values []byte,
 		keys = append(keys, k.Bytes...)
 		values = append(values, v...)
 	}
-	return keys, values, sc.Err()
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, nil, usageError("%s:%d: a line longer than %d bytes", name, line, bufio.MaxScanTokenSize)
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return keys, values, nil
 }
 
 // teaParseValue parses 0x hex of exactly n bytes, or a decimal number that
@@ -323,23 +374,26 @@ func teaParseValue(s string, n int) ([]byte, error) {
 	return v.FillBytes(make([]byte, n)), nil
 }
 
-// teaWriteTable writes a table file, atomically.
+// teaWriteTable writes a table file, atomically: on any error the
+// temporary file is removed and the error names --out.
 func teaWriteTable(path string, tab *tea.Table) error {
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
-		return err
+		return fmt.Errorf("--out: %w", err)
 	}
-	if err := tea.WriteFile(f, tab); err != nil {
-		f.Close()
+	err = tea.WriteFile(f, tab)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("--out: write %s: %w", path, err)
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
 type teaLookupOptions struct {
@@ -404,8 +458,13 @@ func runTeaLookup(cmd *cobra.Command, o *teaLookupOptions) error {
 	if err := teaOutput(o.output); err != nil {
 		return err
 	}
-	if (o.table == "") == (o.collector == "") || len(o.keys) == 0 {
-		return usageError("one of --table or --collector, and at least one --key, are required")
+	switch {
+	case o.table != "" && o.collector != "":
+		return usageError("--table and --collector are mutually exclusive: give exactly one")
+	case o.table == "" && o.collector == "":
+		return usageError("give one of --table FILE or --collector IP:PORT")
+	case len(o.keys) == 0:
+		return usageError("--key: at least one is required")
 	}
 	if o.collector != "" {
 		return runTeaRemoteLookup(cmd, o)
@@ -413,17 +472,32 @@ func runTeaLookup(cmd *cobra.Command, o *teaLookupOptions) error {
 	if o.store != "" {
 		return usageError("--store: only with --collector")
 	}
-	b, err := os.ReadFile(o.table)
+	if err := checkInt("servers", o.servers, 1, tea.MaxServers); err != nil {
+		return err
+	}
+	if err := checkInt("replicas", o.replicas, 1, min(tea.MaxReplicas, o.servers)); err != nil {
+		return err
+	}
+	// The file, and the copies of its table the servers hold.
+	lim := teaMemoryLimit()
+	b, err := readFlagFile("table", o.table, int64(min(lim, math.MaxInt64)))
 	if err != nil {
 		return err
 	}
 	f, err := tea.DecodeFile(b)
 	if err != nil {
-		return fmt.Errorf("%s: %w", o.table, err)
+		return fmt.Errorf("--table: %s: %w", o.table, err)
+	}
+	if uint64(o.servers) > f.Spec.Buckets {
+		return usageError("--servers: %d, more than the %d buckets of %s", o.servers, f.Spec.Buckets, o.table)
+	}
+	if err := teaCheckMemory("--table, --replicas", fmt.Sprintf("%s and %d copies of its table of %d bytes", o.table, o.replicas, f.Spec.TableSize()),
+		uint64(len(b))+teaMul(f.Spec.TableSize(), uint64(o.replicas))); err != nil {
+		return err
 	}
 	p, err := tea.PlaceEqual(f.Spec, o.servers, o.replicas)
 	if err != nil {
-		return usageError("%v", err)
+		return err // the flags are checked: not reached
 	}
 	mems := make([]tea.Memory, o.servers)
 	readers := make([]tea.Reader, o.servers)
@@ -437,7 +511,7 @@ func runTeaLookup(cmd *cobra.Command, o *teaLookupOptions) error {
 	}
 	tab, err := tea.Restore(f, cm, tea.TableConfig{MaxTries: tea.DefaultMaxTries})
 	if err != nil {
-		return fmt.Errorf("%s: %w", o.table, err)
+		return fmt.Errorf("--table: %s: %w", o.table, err)
 	}
 	var row teaLookupRow
 	eng, err := tea.New(tea.Config{Placement: p, Readers: readers, Stash: tab.Stash(), InFlight: 1,

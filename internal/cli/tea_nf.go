@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -84,11 +85,11 @@ the server-based NF. Counters are printed at exit (SIGINT, SIGTERM or
 	fl.StringVar(&o.out, "out", "", "TUN device of the outside (inbound packets)")
 	fl.StringVar(&o.table, "table", "", "table file to load (dta tea load --out)")
 	fl.StringArrayVar(&o.entries, "entry", nil, "an entry to add, both directions (see above); repeatable")
-	fl.Uint64Var(&o.buckets, "buckets", 1024, "buckets of the table without --table")
+	fl.Uint64Var(&o.buckets, "buckets", 1024, "buckets of the table without --table or --collector")
 	fl.StringVar(&o.coll, "collector", "", "keep the table in this collector's teatable store (IP:4791) and look up with RDMA READs; the NF's control plane clears and loads it")
 	fl.StringVar(&o.store, "store", "", "with --collector: the teatable store (default: the collector's default one)")
 	fl.BoolVar(&o.rdma, "rdma", false, "keep the table behind a loopback software RoCEv2 responder and look up with RDMA READs")
-	fl.DurationVar(&o.timeout, "timeout", 100*time.Millisecond, "a lookup unanswered this long is dropped (with --rdma)")
+	fl.DurationVar(&o.timeout, "timeout", 100*time.Millisecond, "a lookup unanswered this long is dropped (with --rdma or --collector; up to 1m)")
 	fl.DurationVar(&o.duration, "duration", 0, "stop after this long; 0: at SIGINT or SIGTERM")
 	return cmd
 }
@@ -141,27 +142,40 @@ func runTeaNF(cmd *cobra.Command, name string, o *teaNFOptions) error {
 	if o.table == "" && len(o.entries) == 0 {
 		return usageError("give --table FILE or at least one --entry")
 	}
+	if err := o.check(cmd); err != nil {
+		return err
+	}
 	entries, err := teaNFEntries(kind, o.entries)
 	if err != nil {
 		return err
 	}
 	spec := tea.Spec{Buckets: o.buckets, Cells: 4, KeySize: kind.KeySize(), ValueSize: nf.ValueSize, Scratchpad: 128, Hash: tea.CRC64}
 	var file *tea.File
+	var fileBytes uint64
 	if o.table != "" {
-		b, err := os.ReadFile(o.table)
+		b, err := readFlagFile("table", o.table, int64(min(teaMemoryLimit(), math.MaxInt64)))
 		if err != nil {
 			return err
 		}
 		if file, err = tea.DecodeFile(b); err != nil {
-			return fmt.Errorf("%s: %w", o.table, err)
+			return fmt.Errorf("--table: %s: %w", o.table, err)
 		}
-		spec = file.Spec
+		spec, fileBytes = file.Spec, uint64(len(b))
 	}
 	if spec.KeySize != kind.KeySize() || spec.ValueSize != nf.ValueSize {
-		return usageError("%s: %d-byte keys and %d-byte values; %s wants %d and %d", o.table, spec.KeySize, spec.ValueSize, name, kind.KeySize(), nf.ValueSize)
+		return usageError("--table: %s: %d-byte keys and %d-byte values; %s wants %d and %d", o.table, spec.KeySize, spec.ValueSize, name, kind.KeySize(), nf.ValueSize)
 	}
 	if err := spec.Validate(); err != nil {
-		return usageError("%v", err)
+		return usageError("%v", err) // --buckets is checked, a file's spec decoded: not reached
+	}
+	if o.coll == "" { // the table in this process's memory (or its loopback responder's)
+		flag := "--buckets"
+		if file != nil {
+			flag = "--table"
+		}
+		if err := teaCheckMemory(flag, fmt.Sprintf("a table of %d buckets of %d-byte rows", spec.Buckets, spec.RowSize()), spec.TableSize()+fileBytes); err != nil {
+			return err
+		}
 	}
 	p, err := tea.PlaceEqual(spec, 1, 1)
 	if err != nil {
@@ -313,6 +327,32 @@ func teaNFRemote(ctx context.Context, size uint64) (*remote.Memory, *remote.Serv
 	srv := remote.NewServer(q, 0)
 	cl = append(cl, closerFunc(func() error { srv.Close(); return nil }))
 	return remote.NewMemory(q, 0), srv, cl, nil
+}
+
+// check refuses flags out of range or given where they mean nothing, naming
+// them, before any device or connection is opened.
+func (o *teaNFOptions) check(cmd *cobra.Command) error {
+	changed := cmd.Flags().Changed
+	switch {
+	case o.coll != "" && o.rdma:
+		return usageError("--collector and --rdma exclude each other")
+	case o.coll == "" && changed("store"):
+		return usageError("--store: only with --collector")
+	case changed("buckets") && (o.table != "" || o.coll != ""):
+		return usageError("--buckets: the table's geometry is --table's or the collector's store's; not with them")
+	case changed("timeout") && !o.rdma && o.coll == "":
+		return usageError("--timeout: lookups time out only over RDMA (--rdma or --collector)")
+	}
+	if err := checkInt("buckets", o.buckets, 2, tea.MaxBuckets); err != nil {
+		return err
+	}
+	if o.timeout <= 0 || o.timeout > time.Minute {
+		return usageError("--timeout: %v out of range (0, 1m]", o.timeout)
+	}
+	if o.duration < 0 {
+		return usageError("--duration: %v is negative (0: until SIGINT or SIGTERM)", o.duration)
+	}
+	return nil
 }
 
 type closerFunc func() error

@@ -88,6 +88,21 @@ func runTeaPlan(cmd *cobra.Command, o *teaPlanOptions) error {
 	if err != nil {
 		return err
 	}
+	if entries == 0 {
+		return usageError("--entries: zero")
+	}
+	if o.nf != "" && (cmd.Flags().Changed("key-size") || cmd.Flags().Changed("value-size")) {
+		return usageError("--key-size, --value-size: not with --nf, which gives the sizes")
+	}
+	if err := teaCheckGeometry(o.keySize, o.valueSize, o.cells, o.scratchpad, o.loadFactor); err != nil {
+		return err
+	}
+	if err := checkInt("servers", o.servers, 1, tea.MaxServers); err != nil {
+		return err
+	}
+	if err := checkInt("replicas", o.replicas, 1, min(tea.MaxReplicas, o.servers)); err != nil {
+		return err
+	}
 	type want struct {
 		nf       string
 		paper    float64
@@ -117,12 +132,15 @@ func runTeaPlan(cmd *cobra.Command, o *teaPlanOptions) error {
 	var rows []teaPlanRow
 	for _, w := range wants {
 		p, err := tea.PlanTable(entries, w.key, w.val, o.cells, o.loadFactor, o.scratchpad)
-		if err != nil {
-			return usageError("%v", err)
+		if err != nil { // the flags are checked: the entries need too many buckets
+			return usageError("--entries %d: more than 2^40 buckets of %d cells at --load-factor %v", entries, o.cells, o.loadFactor)
+		}
+		if uint64(o.servers) > p.Spec.Buckets {
+			return usageError("--servers: %d, more than the table's %d buckets", o.servers, p.Spec.Buckets)
 		}
 		pl, err := tea.PlaceEqual(p.Spec, o.servers, o.replicas)
 		if err != nil {
-			return usageError("%v", err)
+			return err // the flags are checked: not reached
 		}
 		row := teaPlanRow{NF: w.nf, Spec: p.Spec, Entries: p.Entries, LoadFactor: p.LoadFactor,
 			RawBytes: p.RawBytes, BucketBytes: p.BucketBytes, ShadowBytes: p.ShadowBytes,

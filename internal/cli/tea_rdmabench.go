@@ -33,6 +33,41 @@ func (o *teaRDMAOptions) bind(fl *pflag.FlagSet) {
 	fl.DurationVar(&o.duration, "duration", 0, "latency, scale: measuring time per packet size or server count (0: default 2s)")
 }
 
+// Bounds of the RDMA figures' flags.
+const (
+	teaRDMAMaxKeys     = 1 << 20 // --rdma-keys: a table of up to about 2 GiB with 9000-byte scratchpads
+	teaRDMAMaxWindow   = 1 << 20 // --window: the engine keeps 4 × window lookups in flight, at most 2^24
+	teaRDMAMaxDuration = time.Hour
+	teaRDMAMaxServers  = 64 // --scale-servers, --model-servers
+)
+
+// check refuses an RDMA figure's flag out of range, naming it.
+func (o *teaRDMAOptions) check() error {
+	for _, s := range o.sizes {
+		if err := checkInt("sizes", s, 1, 9000); err != nil {
+			return err
+		}
+	}
+	for _, n := range o.scaleServers {
+		if err := checkInt("scale-servers", n, 1, teaRDMAMaxServers); err != nil {
+			return err
+		}
+	}
+	if err := checkInt("model-servers", o.modelTo, 1, teaRDMAMaxServers); err != nil {
+		return err
+	}
+	if err := checkInt("window", o.window, 0, teaRDMAMaxWindow); err != nil {
+		return err
+	}
+	if err := checkInt("rdma-keys", o.keys, 1, teaRDMAMaxKeys); err != nil {
+		return err
+	}
+	if o.duration < 0 || o.duration > teaRDMAMaxDuration {
+		return usageError("--duration: %v out of range [0, %v] (0: each figure's default)", o.duration, teaRDMAMaxDuration)
+	}
+	return nil
+}
+
 // teaRDMAReport is the RDMA figures' part of dta tea bench's JSON.
 type teaRDMAReport struct {
 	Latency      []rdmabench.LatencyRow `json:"latency,omitempty"`
@@ -52,6 +87,7 @@ type teaFailoverRDMAReport struct {
 	Summary rdmabench.FailoverSummary `json:"summary"`
 }
 
+// teaLatency runs the latency figure; o is checked.
 func teaLatency(w io.Writer, o *teaRDMAOptions, seed uint64, table bool) ([]rdmabench.LatencyRow, error) {
 	c := rdmabench.DefaultLatencyConfig()
 	c.Keys = o.keys
@@ -61,11 +97,6 @@ func teaLatency(w io.Writer, o *teaRDMAOptions, seed uint64, table bool) ([]rdma
 	}
 	if o.duration > 0 {
 		c.Duration = o.duration
-	}
-	for _, s := range c.Sizes {
-		if s < 1 || s > 9000 {
-			return nil, usageError("--sizes: %d, want 1 to 9000", s)
-		}
 	}
 	rows, err := rdmabench.Latency(c)
 	if err != nil || !table {
@@ -85,6 +116,7 @@ func teaLatency(w io.Writer, o *teaRDMAOptions, seed uint64, table bool) ([]rdma
 	return rows, nil
 }
 
+// teaScale runs the scale figure; o is checked.
 func teaScale(w io.Writer, o *teaRDMAOptions, seed uint64, table bool) (*teaScaleReport, error) {
 	c := rdmabench.DefaultScaleConfig()
 	c.Keys = o.keys
@@ -94,9 +126,6 @@ func teaScale(w io.Writer, o *teaRDMAOptions, seed uint64, table bool) (*teaScal
 	}
 	if o.duration > 0 {
 		c.Duration = o.duration
-	}
-	if o.modelTo < 1 || o.modelTo > 64 {
-		return nil, usageError("--model-servers: %d, want 1 to 64", o.modelTo)
 	}
 	rows, err := rdmabench.Scale(c)
 	if err != nil {

@@ -26,7 +26,9 @@ type LocalMemory struct {
 	b  []byte
 }
 
-// NewLocalMemory returns size zero bytes of local memory.
+// NewLocalMemory returns size zero bytes of local memory. A Spec's
+// TableSize may be far beyond what a machine holds: callers bound size
+// first (an impossible size panics or runs out of memory here).
 func NewLocalMemory(size uint64) *LocalMemory { return &LocalMemory{b: make([]byte, size)} }
 
 // Size returns the bytes of m.

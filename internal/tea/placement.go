@@ -9,6 +9,11 @@ import (
 // MaxReplicas is the most servers one bucket range is held by.
 const MaxReplicas = 4
 
+// MaxServers is the most servers one table is placed over: a switch
+// matches one bucket range per server, and a placement keeps a few words
+// per server.
+const MaxServers = 1 << 16
+
 // ErrCrossesRow reports a ClusterMemory access that spans two rows.
 var ErrCrossesRow = errors.New("tea: access crosses a row boundary")
 
@@ -58,6 +63,8 @@ func Place(spec Spec, servers []ServerSpec, replicas int) (*Placement, error) {
 	switch {
 	case n == 0:
 		return nil, errors.New("servers: none")
+	case n > MaxServers:
+		return nil, fmt.Errorf("servers: %d out of range [1, %d]", n, MaxServers)
 	case replicas < 1 || replicas > MaxReplicas || replicas > n:
 		return nil, fmt.Errorf("replicas: %d out of range [1, min(%d, servers=%d)]", replicas, MaxReplicas, n)
 	case uint64(n) > spec.Buckets:
@@ -126,8 +133,8 @@ func PlaceEqual(spec Spec, n, replicas int) (*Placement, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	if n < 1 {
-		return nil, fmt.Errorf("servers: %d, want at least 1", n)
+	if n < 1 || n > MaxServers {
+		return nil, fmt.Errorf("servers: %d out of range [1, %d]", n, MaxServers)
 	}
 	per := (spec.Buckets + uint64(n) - 1) / uint64(n) * spec.RowSize() * uint64(max(replicas, 1))
 	servers := make([]ServerSpec, n)

@@ -137,3 +137,22 @@ func TestClusterMemoryWritesEveryReplicaAndReadsAnyOne(t *testing.T) {
 		}
 	})
 }
+
+func TestPlacingOverMoreThanMaxServersIsRefusedBeforeAllocating(t *testing.T) {
+	spec := tea.Spec{Buckets: tea.MaxBuckets, Cells: 4, KeySize: 8, ValueSize: 8, Hash: tea.CRC64}
+	for _, n := range []int{0, -1, tea.MaxServers + 1, 99999999999} {
+		if _, err := tea.PlaceEqual(spec, n, 1); err == nil || !strings.HasPrefix(err.Error(), "servers:") {
+			t.Errorf("PlaceEqual over %d servers: %v, want an error naming servers", n, err)
+		}
+	}
+	servers := make([]tea.ServerSpec, tea.MaxServers+1)
+	for i := range servers {
+		servers[i] = tea.ServerSpec{Name: "s", Memory: 1 << 40}
+	}
+	if _, err := tea.Place(spec, servers, 1); err == nil || !strings.HasPrefix(err.Error(), "servers:") {
+		t.Errorf("Place over %d servers: %v, want an error naming servers", len(servers), err)
+	}
+	if _, err := tea.PlaceEqual(spec, tea.MaxServers, 1); err != nil {
+		t.Errorf("PlaceEqual over MaxServers: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package teabench
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/dta-go/dta/internal/tea"
@@ -42,12 +43,14 @@ func DefaultBalanceConfig() BalanceConfig {
 // Validate reports the first thing wrong with c, naming the field.
 func (c BalanceConfig) Validate() error {
 	switch {
-	case c.Servers < 1:
-		return fmt.Errorf("servers: %d, want at least 1", c.Servers)
-	case c.Keys < c.Servers:
-		return fmt.Errorf("keys: %d, want at least one per server", c.Keys)
+	case c.Servers < 1 || c.Servers > tea.MaxServers:
+		return fmt.Errorf("servers: %d out of range [1, %d]", c.Servers, tea.MaxServers)
+	case c.Keys < c.Servers || c.Keys > MaxEntries:
+		return fmt.Errorf("keys: %d, want at least one per server and at most 2^32", c.Keys)
 	case len(c.Alphas) == 0:
 		return fmt.Errorf("alphas: none")
+	case slices.ContainsFunc(c.Alphas, func(a float64) bool { return !(a >= 0) || math.IsInf(a, 0) }):
+		return fmt.Errorf("alphas: %v, want finite values ≥ 0", c.Alphas)
 	case c.Lookups < 1 || c.Warmup < 0:
 		return fmt.Errorf("lookups: %d (warm-up %d), want at least 1", c.Lookups, c.Warmup)
 	case c.CacheSize < 1:

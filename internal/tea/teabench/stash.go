@@ -51,17 +51,35 @@ type StashRow struct {
 	MinFraction float64 `json:"min_stash_fraction"`
 }
 
+// MaxEntries is the most cells of a stash experiment's table (and keys
+// drawn for it): beyond it the keys alone would not fit a machine's memory.
+const MaxEntries = 1 << 32
+
 // Validate reports the first thing wrong with c, naming the field.
 func (c StashConfig) Validate() error {
 	switch {
-	case c.Entries < 16:
-		return fmt.Errorf("entries: %d, want at least 16", c.Entries)
+	case c.Entries < 16 || c.Entries > MaxEntries:
+		return fmt.Errorf("entries: %d out of range [16, 2^32]", c.Entries)
 	case len(c.Cells) == 0:
 		return fmt.Errorf("cells: none")
-	case len(c.Loads) == 0 || !slices.IsSorted(c.Loads) || c.Loads[0] <= 0 || c.Loads[len(c.Loads)-1] > 1:
+	case len(c.Loads) == 0 || !slices.IsSorted(c.Loads) || !(c.Loads[0] > 0) || !(c.Loads[len(c.Loads)-1] <= 1):
 		return fmt.Errorf("loads: %v, want increasing values in (0, 1]", c.Loads)
-	case c.KeySize < 13:
-		return fmt.Errorf("key_size: %d, want at least 13 (a 5-tuple)", c.KeySize)
+	case c.MaxTries < 1:
+		return fmt.Errorf("max_tries: %d, want at least 1", c.MaxTries)
+	case c.KeySize < 13 || c.KeySize > tea.MaxKeySize:
+		return fmt.Errorf("key_size: %d out of range [13 (a 5-tuple), %d]", c.KeySize, tea.MaxKeySize)
+	case c.ValueSize < 0 || c.ValueSize > tea.MaxValueSize:
+		return fmt.Errorf("value_size: %d out of range [0, %d]", c.ValueSize, tea.MaxValueSize)
+	}
+	for _, cells := range c.Cells {
+		if cells < 1 || cells > tea.MaxCells {
+			return fmt.Errorf("cells: %d out of range [1, %d]", cells, tea.MaxCells)
+		}
+	}
+	for _, l := range c.Loads {
+		if !(l > 0 && l <= 1) { // NaN too: slices.IsSorted does not see it
+			return fmt.Errorf("loads: %v, want increasing values in (0, 1]", c.Loads)
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package teabench_test
 import (
 	"bytes"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,6 +173,42 @@ func TestLookupsMoveToTheReplicaAndBack(t *testing.T) {
 			t.Errorf("window %v: the silent server 1 answered %d", r.Start, r.Served[1])
 		case phase > 0 && r.MaxDelay > c.Timeout+c.Timeout/5:
 			t.Errorf("window %v: a lookup waited %v, more than one timeout", r.Start, r.MaxDelay)
+		}
+	}
+}
+
+func TestConfigsRefuseValuesThatWouldPanicNamingTheField(t *testing.T) {
+	stash := func(f func(*teabench.StashConfig)) error {
+		c := teabench.DefaultStashConfig()
+		f(&c)
+		_, err := teabench.StashSweep(c) // validates first: must not panic
+		return err
+	}
+	balance := func(f func(*teabench.BalanceConfig)) error {
+		c := teabench.DefaultBalanceConfig()
+		f(&c)
+		return c.Validate()
+	}
+	for _, tc := range []struct {
+		name, field string
+		err         error
+	}{
+		{"zero cells per bucket", "cells", stash(func(c *teabench.StashConfig) { c.Cells = []int{8, 0} })},
+		{"negative cells per bucket", "cells", stash(func(c *teabench.StashConfig) { c.Cells = []int{-1} })},
+		{"too many cells per bucket", "cells", stash(func(c *teabench.StashConfig) { c.Cells = []int{tea.MaxCells + 1} })},
+		{"2^62 entries", "entries", stash(func(c *teabench.StashConfig) { c.Entries = 1 << 62 })},
+		{"a NaN load", "loads", stash(func(c *teabench.StashConfig) { c.Loads = []float64{math.NaN()} })},
+		{"a NaN load among others", "loads", stash(func(c *teabench.StashConfig) { c.Loads = []float64{0.5, math.NaN(), 0.9} })},
+		{"zero MaxTries", "max_tries", stash(func(c *teabench.StashConfig) { c.MaxTries = 0 })},
+		{"a huge key", "key_size", stash(func(c *teabench.StashConfig) { c.KeySize = tea.MaxKeySize + 1 })},
+		{"a negative value", "value_size", stash(func(c *teabench.StashConfig) { c.ValueSize = -1 })},
+		{"too many servers", "servers", balance(func(c *teabench.BalanceConfig) { c.Servers = tea.MaxServers + 1 })},
+		{"2^62 keys", "keys", balance(func(c *teabench.BalanceConfig) { c.Keys = 1 << 62 })},
+		{"an infinite skew", "alphas", balance(func(c *teabench.BalanceConfig) { c.Alphas = []float64{math.Inf(1)} })},
+		{"a NaN skew", "alphas", balance(func(c *teabench.BalanceConfig) { c.Alphas = []float64{0.99, math.NaN()} })},
+	} {
+		if tc.err == nil || !strings.HasPrefix(tc.err.Error(), tc.field+":") {
+			t.Errorf("%s: err = %v, want one naming %s", tc.name, tc.err, tc.field)
 		}
 	}
 }
