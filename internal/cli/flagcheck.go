@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // checkFloat rejects a float flag that is NaN, infinite or outside
@@ -47,10 +48,10 @@ func checkHostPort(flag, s string) error {
 	return nil
 }
 
-// readFlagFile reads the regular file a flag names, at most max bytes,
-// naming the flag in every error: a device, a FIFO or a directory is
-// refused rather than read without end.
-func readFlagFile(flag, path string, max int64) ([]byte, error) {
+// openFlagFile opens the regular file a flag names, of at most max bytes,
+// for streaming: a device, a FIFO or a directory is refused rather than read
+// without end. Errors name the flag.
+func openFlagFile(flag, path string, max int64) (*os.File, error) {
 	if path == "" {
 		return nil, usageError("--%s: empty file name", flag)
 	}
@@ -61,17 +62,29 @@ func readFlagFile(flag, path string, max int64) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("--%s: %w", flag, err)
 	}
-	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil {
+	switch {
+	case err != nil:
+		f.Close()
 		return nil, fmt.Errorf("--%s: %w", flag, err)
-	}
-	if !fi.Mode().IsRegular() {
+	case !fi.Mode().IsRegular():
+		f.Close()
 		return nil, usageError("--%s: %s is not a regular file", flag, path)
-	}
-	if fi.Size() > max {
+	case fi.Size() > max:
+		f.Close()
 		return nil, usageError("--%s: %s is %d bytes, more than the %d this flag reads", flag, path, fi.Size(), max)
 	}
+	return f, nil
+}
+
+// readFlagFile reads the regular file a flag names, at most max bytes
+// (openFlagFile), naming the flag in every error.
+func readFlagFile(flag, path string, max int64) ([]byte, error) {
+	f, err := openFlagFile(flag, path, max)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("--%s: read %s: %w", flag, path, err)
@@ -80,4 +93,21 @@ func readFlagFile(flag, path string, max int64) ([]byte, error) {
 		return nil, usageError("--%s: %s grew past %d bytes while read", flag, path, max)
 	}
 	return b, nil
+}
+
+// machineMemory returns the machine's memory (MemTotal of /proc/meminfo)
+// and whether it is known.
+func machineMemory() (uint64, bool) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			if kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil && kb > 0 && kb < 1<<44 {
+				return kb << 10, true
+			}
+		}
+	}
+	return 0, false
 }

@@ -318,7 +318,7 @@ func checkMaxMemory(mem uint64) error {
 	if mem < minMaxMemory {
 		return usageError("--max-memory: %d bytes is below the %s a scaled store needs", mem, planBytes(minMaxMemory))
 	}
-	if phys, ok := simPhysicalMemory(); ok && mem > phys {
+	if phys, ok := machineMemory(); ok && mem > phys {
 		return usageError("--max-memory: %s is more than this machine's %s of memory", planBytes(mem), planBytes(phys))
 	}
 	return nil
@@ -327,7 +327,7 @@ func checkMaxMemory(mem uint64) error {
 // checkRegionsFit refuses a run whose region (pre-faulted) is larger than
 // the machine's memory, naming the flag that sizes it.
 func checkRegionsFit(f *sim.Figure) error {
-	phys, ok := simPhysicalMemory()
+	phys, ok := machineMemory()
 	if !ok {
 		return nil
 	}
@@ -354,23 +354,6 @@ func checkPlotPath(path string) error {
 		return usageError("--plot: %s: no such directory", filepath.Dir(path))
 	}
 	return nil
-}
-
-// simPhysicalMemory returns the machine's memory (MemTotal of /proc/meminfo)
-// and whether it is known.
-func simPhysicalMemory() (uint64, bool) {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0, false
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			if kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
-				return kb << 10, true
-			}
-		}
-	}
-	return 0, false
 }
 
 // simCount parses an optional count ("" is 0) as dta plan does: 10M, 2^23.
@@ -406,7 +389,7 @@ func simCommand(cmd *cobra.Command) string {
 // simMachine describes the host: CPUs and memory.
 func simMachine() string {
 	s := fmt.Sprintf("%d CPUs (GOMAXPROCS %d), %s/%s", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
-	if phys, ok := simPhysicalMemory(); ok {
+	if phys, ok := machineMemory(); ok {
 		s += ", " + planBytes(phys) + " RAM"
 	}
 	return s

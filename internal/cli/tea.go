@@ -3,12 +3,9 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"math/bits"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -192,14 +189,8 @@ func teaMul(a, b uint64) uint64 {
 // (MemTotal of /proc/meminfo), or 4 GiB where that is not known. A table
 // above it is refused before it is allocated rather than crash the process.
 var teaMemoryLimit = sync.OnceValue(func() uint64 {
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				if kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil && kb > 0 {
-					return teaMul(kb, 1<<10) / 2
-				}
-			}
-		}
+	if m, ok := machineMemory(); ok {
+		return m / 2
 	}
 	return 4 << 30
 })
@@ -212,30 +203,4 @@ func teaCheckMemory(flags, what string, need uint64) error {
 			flags, what, need, planBytesTea(need), lim, planBytesTea(lim))
 	}
 	return nil
-}
-
-// teaOpenFlagFile opens the regular file a flag names for streaming: a
-// device, a FIFO or a directory is refused rather than read without end,
-// and so is a file larger than max bytes. Errors name the flag.
-func teaOpenFlagFile(flag, path string, max int64) (*os.File, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, usageError("--%s: %v", flag, err)
-		}
-		return nil, fmt.Errorf("--%s: %w", flag, err)
-	}
-	fi, err := f.Stat()
-	switch {
-	case err != nil:
-		f.Close()
-		return nil, fmt.Errorf("--%s: %w", flag, err)
-	case !fi.Mode().IsRegular():
-		f.Close()
-		return nil, usageError("--%s: %s is not a regular file", flag, path)
-	case fi.Size() > max:
-		f.Close()
-		return nil, usageError("--%s: %s is %d bytes, more than the %d this flag reads", flag, path, fi.Size(), max)
-	}
-	return f, nil
 }

@@ -302,7 +302,7 @@ func teaReadEntries(cmd *cobra.Command, path string, ks, vs int) (keys, values [
 	if path == "-" {
 		keys, values, err = teaParseEntries(cmd.InOrStdin(), path, ks, vs)
 	} else {
-		f, ferr := teaOpenFlagFile("in", path, int64(min(teaMemoryLimit()/8, math.MaxInt64)))
+		f, ferr := openFlagFile("in", path, int64(min(teaMemoryLimit()/8, math.MaxInt64)))
 		if ferr != nil {
 			return nil, nil, ferr
 		}

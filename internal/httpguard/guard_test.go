@@ -311,6 +311,23 @@ func serve(t *testing.T, g *Guard, h http.Handler) string {
 	return ln.Addr().String()
 }
 
+// dialSlow opens n connections to addr that each send start and then
+// nothing, closed when the test ends.
+func dialSlow(t *testing.T, addr string, n int, start string) []net.Conn {
+	t.Helper()
+	var conns []net.Conn
+	for range n {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.Write([]byte(start))
+		conns = append(conns, c)
+	}
+	return conns
+}
+
 func TestSlowHeaderClientsDoNotStarveOthers(t *testing.T) {
 	l := DefaultLimits()
 	l.ReadHeaderTimeout, l.MaxRequests = 300*time.Millisecond, 4
@@ -321,16 +338,7 @@ func TestSlowHeaderClientsDoNotStarveOthers(t *testing.T) {
 	b := newBackend()
 	addr := serve(t, g, b)
 	// Fifty clients each send half a request line and then nothing.
-	var slow []net.Conn
-	for range 50 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.Write([]byte("GET /v1/value HTTP/1.1\r\nHost: x\r\nX-Slow: "))
-		slow = append(slow, c)
-	}
+	slow := dialSlow(t, addr, 50, "GET /v1/value HTTP/1.1\r\nHost: x\r\nX-Slow: ")
 	for range 5 {
 		resp, err := http.Get("http://" + addr + "/v1/value")
 		if err != nil {
@@ -440,16 +448,7 @@ func TestSlowBodiesDoNotStarveQueries(t *testing.T) {
 	b := newBackend()
 	addr := serve(t, g, b)
 	// Six clients each promise a 1000-byte body and send ten bytes of it.
-	var slow []net.Conn
-	for range 6 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.Write([]byte("POST /v1/body HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"keys\":[1"))
-		slow = append(slow, c)
-	}
+	slow := dialSlow(t, addr, 6, "POST /v1/body HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"keys\":[1")
 	deadline := time.Now().Add(5 * time.Second)
 	for g.Stats().Bodies.Load() < 4 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
