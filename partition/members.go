@@ -50,10 +50,11 @@ func ParseMembers(s string) ([]Member, error) {
 		if name == "" || seen[name] {
 			return nil, fmt.Errorf("%q: empty or repeated collector name", item)
 		}
-		if seen["\x00"+ap.String()] {
+		at := "\x00" + netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String() // ::ffff:a.b.c.d is a.b.c.d
+		if seen[at] {
 			return nil, fmt.Errorf("%q: %v is named twice: one collector under two names would split its keys as if it were two", item, ap)
 		}
-		seen[name], seen["\x00"+ap.String()] = true, true
+		seen[name], seen[at] = true, true
 		out = append(out, Member{Name: name, Addr: ap})
 	}
 	if len(out) > MaxMembers {

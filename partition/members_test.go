@@ -36,13 +36,14 @@ func TestParseMembersRefusesBadLists(t *testing.T) {
 		t.Errorf("empty list: %v", err)
 	}
 	for _, s := range []string{
-		"collector.example:4791",                // a host name, not an IP
-		"192.0.2.10",                            // no port
-		"c1=192.0.2.10:4791,c1=192.0.2.11:4791", // a repeated name
-		"192.0.2.10:4791,192.0.2.10:4791",       // a repeated address, hence name
-		"=192.0.2.10:4791",                      // an empty name
-		"192.0.2.10:0",                          // port 0
-		"a=192.0.2.10:4791,b=192.0.2.10:4791",   // one address under two names
+		"collector.example:4791",                   // a host name, not an IP
+		"192.0.2.10",                               // no port
+		"c1=192.0.2.10:4791,c1=192.0.2.11:4791",    // a repeated name
+		"192.0.2.10:4791,192.0.2.10:4791",          // a repeated address, hence name
+		"=192.0.2.10:4791",                         // an empty name
+		"192.0.2.10:0",                             // port 0
+		"a=192.0.2.10:4791,b=192.0.2.10:4791",      // one address under two names
+		"[::ffff:192.0.2.10]:4791,192.0.2.10:4791", // one address in two forms
 	} {
 		if _, err := partition.ParseMembers(s); err == nil {
 			t.Errorf("%q was accepted", s)
