@@ -82,6 +82,10 @@ func TestRunMeasuresEveryCollector(t *testing.T) {
 			// about 20 k in the window, and more on a loaded machine (2.051 once,
 			// beside a -race run): 10 % either way, which still tells N=2 from 1
 			// or 3.
+			// Postcarding: a path's 5 postcards, 2 copies, are 2 writes (0.4);
+			// a translator that falls behind on a loaded machine lets some
+			// paths age out half-seen and writes them twice (0.502 once,
+			// under -race in CI), still far from a write per postcard (2).
 			// Append: the whole batches a receive batch holds for one list
 			// share one write and one head (appendlist.Spec.Window, and a run
 			// per list in the translator's worker), well below the 2 ops per
@@ -89,7 +93,7 @@ func TestRunMeasuresEveryCollector(t *testing.T) {
 			// per Window (256 entries here: 0.0078), which a reader stalled
 			// long enough to take 16 datagrams in one batch would approach.
 			want := map[dta.Primitive][2]float64{
-				dta.KeyWrite: {1.8, 2.2}, dta.KeyIncrement: {1.8, 2.2}, dta.Postcard: {0.3, 0.5}, dta.Append: {0.005, 0.1},
+				dta.KeyWrite: {1.8, 2.2}, dta.KeyIncrement: {1.8, 2.2}, dta.Postcard: {0.3, 0.6}, dta.Append: {0.005, 0.1},
 			}[p]
 			if dtaRes.Collector != DTA || dtaRes.OpsPerReport < want[0] || dtaRes.OpsPerReport > want[1] {
 				t.Errorf("DTA memory ops per report %.3f, want %v", dtaRes.OpsPerReport, want)
