@@ -74,7 +74,7 @@ Interrupting (Ctrl-C) stops early and still prints the summary.`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.to, "to", reporter.DefaultTo, "translator `host:port`")
 	fl.Uint16Var(&o.store, "store", 0, "target store `ID` (0 = the primitive's default store)")
-	fl.Float64Var(&o.rate, "rate", 10000, "reports per second `R` (0 = as fast as possible)")
+	fl.Float64Var(&o.rate, "rate", 10000, "reports per second `R`, 0.001 to 1e12 (0 = as fast as possible)")
 	fl.Int64Var(&o.count, "count", 100000, "reports to send `C` (0 = until interrupted)")
 	fl.IntVar(&o.batch, "batch", 16, "reports per datagram `B` (1 = single-report datagrams, up to 255)")
 	fl.Uint64Var(&o.seed, "seed", 1, "random `seed`: the same seed gives the same stream")

@@ -237,7 +237,7 @@ drops cluster on it.`,
 	f := cmd.Flags()
 	f.StringVar(&to, "to", defaultINTTo, "the translator's int_listen `host:port`")
 	f.StringVar(&mixS, "mix", "mixed", "md, postcards, drops or mixed")
-	f.Float64Var(&rate, "rate", 10000, "packets per second (0 = as fast as possible)")
+	f.Float64Var(&rate, "rate", 10000, "packets per second, 0.001 to 1e12 (0 = as fast as possible)")
 	f.Int64Var(&count, "count", 100000, "packets to send (0 = until interrupted)")
 	f.Uint64Var(&seed, "seed", 1, "random seed")
 	return cmd
