@@ -88,8 +88,8 @@ func (f *File) validateINT() error {
 }
 
 // sameUDPPort refuses an INT listen address that would share DTA's UDP
-// socket port: both listeners set SO_REUSEPORT, so the kernel would spread
-// each kind of report over both sockets instead of refusing the second bind.
+// socket port, naming the key before any socket is opened (the second
+// listener's bind would fail with "address already in use").
 func sameUDPPort(intAddr, dtaAddr string) error {
 	ih, ip, err := net.SplitHostPort(intAddr)
 	if err != nil {

@@ -8,6 +8,12 @@
 // (ACK/NACK datagrams) leave from the socket that received the packet being
 // handled, through the [Replier] handed to the handler.
 //
+// The group is the listener's own: its first socket is bound without
+// SO_REUSEPORT, so [Listen] fails with EADDRINUSE when any socket already
+// holds the address (another translator of the same user, whose sockets the
+// kernel would otherwise let join the group and take a share of the reports),
+// and only then lets the others join.
+//
 // Next to its own counters ([Stats]) the listener reports the kernel's drop
 // counter for its sockets ([Listener.KernelDrops]): datagrams the kernel threw
 // away because a receive buffer was full never reach user space, so no other

@@ -74,6 +74,13 @@ type Listener struct {
 // Listen binds cfg.Readers sockets to cfg.Addr with SO_REUSEPORT and returns
 // a listener over them; reading starts with [Listener.Run]. newHandler is
 // called once per reader, with the reader's index. logger may be nil.
+//
+// Listen fails with an error wrapping [syscall.EADDRINUSE] if any socket
+// already holds cfg.Addr: another process's listener, another listener of
+// this process, or a socket bound to an overlapping address (the
+// unspecified address and a specific one on the same port). SO_REUSEPORT
+// alone would let such a second listener of the same user join the first's
+// group, and the kernel would split the datagrams between them.
 func Listen(cfg Config, newHandler func(reader int) Handler, logger *slog.Logger) (*Listener, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -100,16 +107,20 @@ func Listen(cfg Config, newHandler func(reader int) Handler, logger *slog.Logger
 	return l, nil
 }
 
-// listenAll binds the sockets. The first one picks the port when cfg.Addr
-// asks for port 0; the others bind to the same port. It returns the smallest
-// receive buffer the kernel granted (math.MaxInt if unknown).
+// listenAll binds the sockets. The first one is bound without SO_REUSEPORT,
+// so that the bind fails if any socket already holds cfg.Addr, another
+// process's SO_REUSEPORT group included, and picks a port no other socket
+// holds when cfg.Addr asks for port 0; then it opens an SO_REUSEPORT group
+// (openGroup) that the others join on the same port. It returns the
+// smallest receive buffer the kernel granted (math.MaxInt if unknown).
 func listenAll(cfg Config) ([]net.PacketConn, int, error) {
 	host, _, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {
 		return nil, 0, fmt.Errorf("udp: Config.Addr %q: %w", cfg.Addr, err)
 	}
 	granted := math.MaxInt
-	lc := net.ListenConfig{Control: listenControl(cfg.RecvBuffer, &granted)}
+	first := net.ListenConfig{Control: listenControl(cfg.RecvBuffer, false, &granted)}
+	join := net.ListenConfig{Control: listenControl(cfg.RecvBuffer, true, &granted)}
 	addr := cfg.Addr
 	conns := make([]net.PacketConn, 0, cfg.Readers)
 	fail := func(err error) ([]net.PacketConn, int, error) {
@@ -119,8 +130,15 @@ func listenAll(cfg Config) ([]net.PacketConn, int, error) {
 		return nil, 0, err
 	}
 	for i := range cfg.Readers {
+		lc := &join
+		if i == 0 {
+			lc = &first
+		}
 		c, err := lc.ListenPacket(context.Background(), "udp", addr)
 		if err != nil {
+			if i == 0 && errors.Is(err, syscall.EADDRINUSE) {
+				return fail(fmt.Errorf("udp: %s: %w (another process, or another listener of this one, holds it)", addr, syscall.EADDRINUSE))
+			}
 			return fail(fmt.Errorf("udp: listen on %s (reader %d): %w", addr, i, err))
 		}
 		conns = append(conns, c)
@@ -129,8 +147,11 @@ func listenAll(cfg Config) ([]net.PacketConn, int, error) {
 				return fail(fmt.Errorf("udp: set receive buffer of %s: %w", addr, err))
 			}
 		}
-		if i == 0 {
+		if i == 0 && cfg.Readers > 1 {
 			addr = net.JoinHostPort(host, strconv.Itoa(c.LocalAddr().(*net.UDPAddr).Port))
+			if err := openGroup(c); err != nil {
+				return fail(fmt.Errorf("udp: listen on %s: %w", addr, err))
+			}
 		}
 	}
 	return conns, granted, nil

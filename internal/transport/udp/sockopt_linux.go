@@ -5,6 +5,7 @@ package udp
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"net"
 	"os"
 	"strconv"
@@ -24,17 +25,21 @@ const msgTrunc = unix.MSG_TRUNC
 // setRecvBufferAfterBind is false: listenControl sets the receive buffer.
 const setRecvBufferAfterBind = false
 
-// listenControl returns a net.ListenConfig.Control function that sets
-// SO_REUSEPORT and the receive buffer before bind. It stores in *granted the
-// smallest receive buffer the kernel granted, in the units of recvBuffer.
-func listenControl(recvBuffer int, granted *int) func(network, address string, c syscall.RawConn) error {
+// listenControl returns a net.ListenConfig.Control function that sets the
+// receive buffer before bind, and SO_REUSEPORT too if join is set: the
+// sockets that join a group another socket opened (see [openGroup]). It
+// stores in *granted the smallest receive buffer the kernel granted, in the
+// units of recvBuffer.
+func listenControl(recvBuffer int, join bool, granted *int) func(network, address string, c syscall.RawConn) error {
 	return func(_, _ string, c syscall.RawConn) error {
 		var opErr error
 		err := c.Control(func(fd uintptr) {
 			s := int(fd)
-			if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
-				opErr = os.NewSyscallError("setsockopt SO_REUSEPORT", err)
-				return
+			if join {
+				if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+					opErr = os.NewSyscallError("setsockopt SO_REUSEPORT", err)
+					return
+				}
 			}
 			if recvBuffer == 0 {
 				return
@@ -58,6 +63,33 @@ func listenControl(recvBuffer int, granted *int) func(network, address string, c
 		}
 		return opErr
 	}
+}
+
+// openGroup sets SO_REUSEPORT on c, a socket already bound without it, so
+// that the sockets bound to its address afterwards with SO_REUSEPORT (by
+// the same user) join it in a group over which the kernel spreads
+// datagrams. Binding the first socket of a group without SO_REUSEPORT is
+// what makes the bind fail with EADDRINUSE when any socket, SO_REUSEPORT or
+// not, already holds the address, and gives a port 0 a port that no
+// SO_REUSEPORT group of the same user holds; with no gap between the check
+// and the group, two processes starting together cannot both succeed.
+func openGroup(c net.PacketConn) error {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return errors.New("not a socket")
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var opErr error
+	if err := rc.Control(func(fd uintptr) { opErr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1) }); err != nil {
+		return err
+	}
+	if opErr != nil {
+		return os.NewSyscallError("setsockopt SO_REUSEPORT", opErr)
+	}
+	return nil
 }
 
 // socketInode returns the inode number of a socket, the key of its row in

@@ -3,6 +3,7 @@
 package udp
 
 import (
+	"errors"
 	"net"
 	"syscall"
 )
@@ -21,8 +22,14 @@ const setRecvBufferAfterBind = true
 
 // listenControl leaves the socket alone: outside Linux the receive buffer is
 // set after bind with SetReadBuffer, and what the kernel granted is unknown.
-func listenControl(int, *int) func(network, address string, c syscall.RawConn) error {
+func listenControl(int, bool, *int) func(network, address string, c syscall.RawConn) error {
 	return nil
+}
+
+// openGroup fails: without SO_REUSEPORT load balancing a listener binds one
+// socket, and [Listen] refuses more readers before binding any.
+func openGroup(net.PacketConn) error {
+	return errors.New("SO_REUSEPORT groups need Linux")
 }
 
 // socketInode is not available outside Linux.
