@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"syscall"
 )
 
 // Option configures a Client; give them to New.
@@ -76,7 +77,7 @@ const maxPEMBytes = 1 << 20
 // readPEM reads a regular file of at most maxPEMBytes: a device, a FIFO or
 // a directory is refused rather than read without end.
 func readPEM(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a FIFO must not block the open
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,10 @@ import (
 // checks it in TestMain and calls ServeResponder.
 const ResponderChildEnv = "DTA_BENCH_RESPONDER"
 
+// maxRequestLine bounds a request line to the responder process: its store
+// descriptors take a few hundred bytes each.
+const maxRequestLine = 1 << 20
+
 // responderRequest is what RoCEProcessSink writes, as one JSON line, to the
 // responder process's standard input.
 type responderRequest struct {
@@ -113,11 +117,13 @@ type responderCounters struct {
 // its counters and the CPU time of the whole process, until in ends; then it
 // stops the responder and unmaps the stores.
 func ServeResponder(in io.Reader, out io.Writer) error {
-	r := bufio.NewReader(in)
+	// A line longer than the buffer (maxRequestLine) is refused, not read
+	// without end (ReadSlice: bufio.ErrBufferFull).
+	r := bufio.NewReaderSize(in, maxRequestLine)
 	enc := json.NewEncoder(out)
-	line, err := r.ReadBytes('\n')
+	line, err := r.ReadSlice('\n')
 	if err != nil {
-		return fmt.Errorf("bench responder: reading the request: %w", err)
+		return fmt.Errorf("bench responder: reading the request (one JSON line of at most %d bytes): %w", maxRequestLine, err)
 	}
 	var req responderRequest
 	if err := json.Unmarshal(line, &req); err != nil {
@@ -174,9 +180,9 @@ func ServeResponder(in io.Reader, out io.Writer) error {
 	}
 	st := resp.Stats()
 	for {
-		line, err := r.ReadBytes('\n')
+		line, err := r.ReadSlice('\n')
 		if err != nil {
-			break // the parent closed its end: the run is over
+			break // the parent closed its end (or sent a line longer than any request): the run is over
 		}
 		if string(bytes.TrimSpace(line)) != "stats" {
 			stop()

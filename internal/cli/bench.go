@@ -190,6 +190,9 @@ A progress line goes to stderr every second (-q silences it).`,
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Getenv(bench.ResponderChildEnv) == "" {
+				return usageError("bench responder: started by dta bench --sink roce with %s set, not by hand", bench.ResponderChildEnv)
+			}
 			return bench.ServeResponder(cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	})

@@ -100,6 +100,9 @@ func runCollector(ctx context.Context, f *config.File, load func() (*config.File
 	if err != nil {
 		return usageError("%v", err)
 	}
+	if err := checkStoresFit(descs); err != nil {
+		return err
+	}
 	sec, err := readSecurity(f)
 	if err != nil {
 		return usageError("%v", err)

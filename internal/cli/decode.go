@@ -2,11 +2,12 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"math"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -99,7 +100,7 @@ has a bad ICRC.`,
 			case o.pcap != "" && o.roce:
 				return usageError("decode: --roce reads hex input; in a capture RoCEv2 is found by its UDP port (--roce-port)")
 			case o.pcap != "":
-				err = decodeCapture(cmd, o, p)
+				err = untilDone(cmd.Context(), func() error { return decodeCapture(cmd, o, p) })
 			case len(args) > 0:
 				for i, a := range args {
 					b, herr := decode.ParseHex(a)
@@ -111,7 +112,8 @@ has a bad ICRC.`,
 					}
 				}
 			default:
-				err = decodeHexLines(cmd.InOrStdin(), p)
+				in := ctxReader{cmd.Context(), cmd.InOrStdin()}
+				err = untilDone(cmd.Context(), func() error { return decodeHexLines(in, p) })
 			}
 			if err != nil {
 				return err
@@ -165,14 +167,14 @@ func decodeHexLines(r io.Reader, p *decodePrinter) error {
 
 // decodeCapture decodes the DTA and RoCEv2 datagrams of a capture file.
 func decodeCapture(cmd *cobra.Command, o *decodeOptions, p *decodePrinter) error {
-	var in io.Reader = cmd.InOrStdin()
+	var in io.Reader = ctxReader{cmd.Context(), cmd.InOrStdin()}
 	if o.pcap != "-" {
-		f, err := os.Open(o.pcap)
+		f, err := openFlagFile("pcap", o.pcap, math.MaxInt64)
 		if err != nil {
-			return usageError("--pcap: %v", err)
+			return err
 		}
 		defer f.Close()
-		in = f
+		in = ctxReader{cmd.Context(), f}
 	}
 	packets := 0
 	err := decode.ReadCapture(in, func(f decode.Frame) error {
@@ -260,4 +262,32 @@ func (p *decodePrinter) verdict() error {
 func describeReport(r *dta.Report) string {
 	d := decode.NewReport(r)
 	return d.Text()
+}
+
+// ctxReader ends reading once ctx is done (a signal), however much input is
+// still coming.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(b)
+}
+
+// untilDone runs fn and returns its error, or ctx's as soon as ctx is done:
+// a read from an idle pipe (stdin) cannot be interrupted, so the command
+// returns without it and the process exits.
+func untilDone(ctx context.Context, fn func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -10,6 +10,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/dta-go/dta/internal/httpguard"
+	"github.com/dta-go/dta/internal/store"
 )
 
 // checkFloat rejects a float flag that is NaN, infinite or outside
@@ -55,7 +58,7 @@ func openFlagFile(flag, path string, max int64) (*os.File, error) {
 	if path == "" {
 		return nil, usageError("--%s: empty file name", flag)
 	}
-	f, err := os.Open(path)
+	f, err := httpguard.OpenNoWait(path) // a FIFO must not block the open
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, usageError("--%s: %v", flag, err)
@@ -110,4 +113,23 @@ func machineMemory() (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// checkStoresFit refuses stores whose regions add up to more than this
+// machine's memory: mapped, prefaulted or written, they would have the
+// kernel kill the process (or another) rather than fail with a message.
+func checkStoresFit(descs []store.Descriptor) error {
+	mem, ok := machineMemory()
+	if !ok {
+		return nil
+	}
+	var total uint64
+	for i := range descs {
+		total += descs[i].RegionSize()
+	}
+	if total > mem {
+		return usageError("stores: %d bytes (%.1f GiB) in all, more than this machine's %d bytes (%.1f GiB) of memory; make them smaller (stores[].memory, slots, ...)",
+			total, float64(total)/(1<<30), mem, float64(mem)/(1<<30))
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -24,6 +25,14 @@ func TestFlagChecksNameTheFlagAndExitWithTwo(t *testing.T) {
 		{"a count below the range", checkInt[uint64]("keys", 0, 1, 1<<32)},
 		{"a device for a file", func() error { _, err := readFlagFile("config", "/dev/zero", 1<<20); return err }()},
 		{"a directory for a file", func() error { _, err := readFlagFile("config", dir, 1<<20); return err }()},
+		{"a FIFO for a file", func() error {
+			fifo := filepath.Join(dir, "fifo")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				return err
+			}
+			_, err := readFlagFile("config", fifo, 1<<20)
+			return err
+		}()},
 		{"a missing file", func() error { _, err := readFlagFile("config", filepath.Join(dir, "nope"), 1<<20); return err }()},
 		{"an empty address", checkHostPort("to", "")},
 		{"an address without a host", checkHostPort("to", ":40040")},

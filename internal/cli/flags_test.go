@@ -3,6 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +53,7 @@ func TestBadFlagsAreRefusedNamingTheFlag(t *testing.T) {
 		{"an unknown query", []string{"query", "bogus"}, `unknown command "bogus" for "dta query"`},
 		{"an unknown INT query", []string{"query", "int", "bogus"}, `unknown command "bogus"`},
 		{"a missing argument", []string{"query", "rule"}, "accepts 1 arg"},
+		{"the bench's responder process started by hand", []string{"bench", "responder"}, "not by hand"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -68,4 +73,63 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+func TestStoresLargerThanTheMachineAreRefusedBeforeAnyIsMapped(t *testing.T) {
+	if _, ok := machineMemory(); !ok {
+		t.Skip("this machine's memory is not known (no /proc/meminfo)")
+	}
+	var b strings.Builder
+	b.WriteString("stores:\n")
+	for i := 1; i <= 32; i++ { // 32 × 32 GiB: beyond any machine this runs on
+		fmt.Fprintf(&b, "  - {name: s%d, id: %d, primitive: keywrite, memory: 32GiB}\n", i, i)
+	}
+	cfg := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"up", "collector"} {
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), []string{cmd, "--config", cfg, "--http", "127.0.0.1:0"}, nil, &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), "more than this machine's") || strings.Contains(errb.String(), "region mapped") {
+			t.Errorf("dta %s with 1 TiB of stores: exit %d, %q", cmd, code, lastLine(errb.String()))
+		}
+	}
+}
+
+func TestDecodeOfAnIdleOrEndlessStdinStopsOnASignal(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		input func(w *io.PipeWriter)
+	}{
+		{"hex lines from an idle pipe", []string{"decode"}, func(*io.PipeWriter) {}},
+		{"hex lines without end", []string{"decode"}, func(w *io.PipeWriter) {
+			for {
+				if _, err := w.Write([]byte("0105 # a datagram too short to decode\n")); err != nil {
+					return
+				}
+			}
+		}},
+		{"a capture from an idle pipe", []string{"decode", "--pcap", "-"}, func(*io.PipeWriter) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr, pw := io.Pipe()
+			defer pw.Close()
+			go tc.input(pw)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(100*time.Millisecond, cancel) // the signal
+			done := make(chan int, 1)
+			go func() {
+				var out, errb bytes.Buffer
+				done <- Run(ctx, tc.args, pr, &out, &errb)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("dta decode went on reading after the signal")
+			}
+			pr.CloseWithError(io.ErrClosedPipe) // end the input goroutine
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -213,7 +214,11 @@ func TestCollectorSettingsReachTheResponder(t *testing.T) {
 }
 
 func TestLoadRefusesWhatIsNotARegularFile(t *testing.T) {
-	for _, path := range []string{"/dev/zero", t.TempDir()} {
+	fifo := filepath.Join(t.TempDir(), "fifo") // no writer: opening it must not wait for one
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/dev/zero", t.TempDir(), fifo} {
 		done := make(chan error, 1)
 		go func() { _, err := Load(path); done <- err }()
 		select {

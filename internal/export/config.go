@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/dta-go/dta/internal/httpguard"
 )
 
 // Format is how records are encoded.
@@ -262,7 +264,7 @@ func (c *Config) clientOptions() ([]kgo.Opt, error) {
 func (t TLSConfig) config() (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
 	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
+		pem, err := httpguard.ReadRegular(t.CAFile, httpguard.MaxPEMBytes)
 		if err != nil {
 			return nil, fmt.Errorf("tls.ca_file: %w", err)
 		}
@@ -273,7 +275,15 @@ func (t TLSConfig) config() (*tls.Config, error) {
 		tc.RootCAs = pool
 	}
 	if t.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		certPEM, err := httpguard.ReadRegular(t.CertFile, httpguard.MaxPEMBytes)
+		if err != nil {
+			return nil, fmt.Errorf("tls.cert_file: %w", err)
+		}
+		keyPEM, err := httpguard.ReadRegular(t.KeyFile, httpguard.MaxPEMBytes)
+		if err != nil {
+			return nil, fmt.Errorf("tls.key_file: %w", err)
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("tls.cert_file, tls.key_file: %w", err)
 		}
@@ -290,7 +300,7 @@ func (s SASLConfig) mechanism() (sasl.Mechanism, error) {
 	if fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("sasl.password_file: %s is readable by others (mode %v): chmod 600 it", s.PasswordFile, fi.Mode().Perm())
 	}
-	b, err := os.ReadFile(s.PasswordFile)
+	b, err := httpguard.ReadRegular(s.PasswordFile, 64<<10)
 	if err != nil {
 		return nil, fmt.Errorf("sasl.password_file: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // Role is what a token may do.
@@ -193,6 +194,14 @@ func ReadSecret(path string, maxBytes int64) ([]byte, error) {
 	return readRegular(path, maxBytes, true)
 }
 
+// OpenNoWait opens path for reading without waiting: a FIFO with no writer
+// would block open(2) forever (and a signal with it); O_NONBLOCK returns at
+// once, and the caller's Stat then refuses what is not a regular file.
+// Reads of a regular file are not affected by the flag.
+func OpenNoWait(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
 // ReadRegular reads a regular file of at most maxBytes (a certificate, a
 // configuration): a device, a FIFO or a directory is refused rather than
 // read without end.
@@ -201,7 +210,7 @@ func ReadRegular(path string, maxBytes int64) ([]byte, error) {
 }
 
 func readRegular(path string, maxBytes int64, secret bool) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := OpenNoWait(path)
 	if err != nil {
 		return nil, err
 	}
