@@ -103,6 +103,9 @@ func runCollector(ctx context.Context, f *config.File, load func() (*config.File
 	if err := checkStoresFit(descs); err != nil {
 		return err
 	}
+	if err := checkDataDir(f.Collector.DataDir); err != nil {
+		return err
+	}
 	sec, err := readSecurity(f)
 	if err != nil {
 		return usageError("%v", err)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -130,6 +131,30 @@ func checkStoresFit(descs []store.Descriptor) error {
 	if total > mem {
 		return usageError("stores: %d bytes (%.1f GiB) in all, more than this machine's %d bytes (%.1f GiB) of memory; make them smaller (stores[].memory, slots, ...)",
 			total, float64(total)/(1<<30), mem, float64(mem)/(1<<30))
+	}
+	return nil
+}
+
+// checkDataDir refuses a data directory (--data-dir, collector.data_dir)
+// that is not a directory, or that would be created under a parent that
+// does not exist: a mistyped path must not start empty stores in a new
+// tree. "" (memory only) passes.
+func checkDataDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && !fi.IsDir():
+		return usageError("--data-dir (collector.data_dir): %s is not a directory", dir)
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return usageError("--data-dir (collector.data_dir): %v", err)
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	if pi, err := os.Stat(parent); err != nil || !pi.IsDir() {
+		return usageError("--data-dir (collector.data_dir): %s does not exist, nor does its parent %s (create the parent, or check the path)", dir, parent)
 	}
 	return nil
 }

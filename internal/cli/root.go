@@ -58,6 +58,17 @@ then look at the data:
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(flagUsageError)
+	// Every command: a file, address or name flag given as "" is a mistake
+	// (an unset shell variable, say), never a way to turn a thing off:
+	// --auth-token-file "" must not leave the API open.
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		for _, name := range nonEmptyFlags {
+			if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed && (fl.Value.String() == "" || fl.Value.String() == "[]") {
+				return usageError("--%s: empty (leave the flag out for its default)", name)
+			}
+		}
+		return nil
+	}
 	root.AddCommand(
 		newUpCmd(),
 		newCollectorCmd(),
@@ -73,6 +84,14 @@ then look at the data:
 	)
 	usageOnBadArgs(root)
 	return root
+}
+
+// nonEmptyFlags are the flags no command takes as "" (root's
+// PersistentPreRunE refuses them).
+var nonEmptyFlags = []string{
+	"config", "auth-token-file", "tls-cert", "tls-key", "token-file", "ca-file", "data-dir",
+	"server", "store", "at", "to", "collector", "collectors", "listen", "http", "rdma", "rdma-local",
+	"int-listen", "export-brokers", "json", "cpuprofile", "out", "in", "plot", "svg",
 }
 
 // usageOnBadArgs makes every command-line mistake an exit-2 usage error

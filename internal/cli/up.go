@@ -173,6 +173,9 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	if err := checkStoresFit(descs); err != nil {
 		return err
 	}
+	if err := checkDataDir(f.Collector.DataDir); err != nil {
+		return err
+	}
 	sec, err := readSecurity(f)
 	if err != nil {
 		return usageError("%v", err)

@@ -30,6 +30,7 @@ import (
 	"github.com/dta-go/dta/internal/store"
 	"github.com/dta-go/dta/internal/translator"
 	"github.com/dta-go/dta/internal/translator/rule"
+	"github.com/dta-go/dta/internal/transport/udp"
 	"github.com/dta-go/dta/rdma/sock"
 )
 
@@ -231,11 +232,11 @@ func (f *File) Validate() error {
 	if err := checkName("collector.name", f.Collector.Name); err != nil {
 		return err
 	}
-	if err := checkListen("translator.listen", f.Translator.Listen); err != nil {
+	if err := checkUDPListen("translator.listen", f.Translator.Listen); err != nil {
 		return err
 	}
 	if f.Translator.INTListen != "" {
-		if err := checkListen("translator.int_listen", f.Translator.INTListen); err != nil {
+		if err := checkUDPListen("translator.int_listen", f.Translator.INTListen); err != nil {
 			return err
 		}
 	}
@@ -244,11 +245,14 @@ func (f *File) Validate() error {
 			return fmt.Errorf("translator.rdma_local: %q: want an IP address (or nothing) and a port, as 192.0.2.10:4791 or :0", f.Translator.RDMALocal)
 		}
 	}
-	if f.Translator.Readers < 0 {
-		return fmt.Errorf("translator.readers: %d (want 0 for one per CPU, or more)", f.Translator.Readers)
+	if n := f.Translator.Readers; n < 0 || n > udp.MaxReaders {
+		return fmt.Errorf("translator.readers: %d (want 0 for one per CPU, or up to %d)", n, udp.MaxReaders)
 	}
-	if f.Translator.BatchSize < 0 {
-		return fmt.Errorf("translator.batch_size: %d (want 0 for the default, or more)", f.Translator.BatchSize)
+	if n := f.Translator.BatchSize; n < 0 || n > udp.MaxBatchSize {
+		return fmt.Errorf("translator.batch_size: %d (want 0 for the default, or up to %d)", n, udp.MaxBatchSize)
+	}
+	if n := uint64(f.Translator.RecvBuffer); n > udp.MaxRecvBuffer {
+		return fmt.Errorf("translator.recv_buffer: %d bytes (want 0 for the kernel's default, or up to 1GiB)", n)
 	}
 	if n := f.Collector.ReadLoops; n < 1 || n > maxReadLoops {
 		return fmt.Errorf("collector.read_loops: %d (want 1 to %d)", n, maxReadLoops)
@@ -268,6 +272,8 @@ func (f *File) Validate() error {
 		if _, err := f.Targets(); err != nil {
 			return err
 		}
+	} else if f.Translator.Replicas != 1 {
+		return fmt.Errorf("translator.replicas: %d: it goes with several collectors in translator.collector (here the stores are local)", f.Translator.Replicas)
 	}
 	// The rules are a top-level list; that their stores exist and are of
 	// the right primitive the translator checks when it starts (dta
@@ -300,6 +306,15 @@ func (f *File) Validate() error {
 		return err
 	}
 	return f.validateSecurity()
+}
+
+// checkUDPListen checks a UDP listen address: an IP address or nothing
+// (every address), and a port, as the UDP listener binds it.
+func checkUDPListen(key, addr string) error {
+	if _, _, err := sock.ParseLocal(addr); err != nil {
+		return fmt.Errorf("%s: %q: want an IP address (or nothing) and a port, as 127.0.0.1:40040 or :40040", key, addr)
+	}
+	return nil
 }
 
 // checkName checks a name that goes into logs, metrics and answers: at

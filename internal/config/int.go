@@ -61,12 +61,6 @@ func (f *File) validateINT() error {
 	if f.INT.DSCPMask > 0x3F || f.INT.DSCPValue&^f.INT.DSCPMask != 0 {
 		return fmt.Errorf("int.dscp_mask, int.dscp_value: %#x, %#x: want 6-bit values with the value inside the mask", f.INT.DSCPMask, f.INT.DSCPValue)
 	}
-	if f.Translator.INTListen == "" {
-		return nil
-	}
-	if err := sameUDPPort(f.Translator.INTListen, f.Translator.Listen); err != nil {
-		return fmt.Errorf("translator.int_listen: %w", err)
-	}
 	for i, p := range f.INT.UDPPorts {
 		if p == 0 {
 			return fmt.Errorf("int.udp_ports[%d]: 0 is no UDP port", i)
@@ -76,6 +70,12 @@ func (f *File) validateINT() error {
 		if ttl == 0 {
 			return fmt.Errorf("int.initial_ttls[%d]: 0 is no initial TTL (hosts send with 64, 128 or 255)", i)
 		}
+	}
+	if f.Translator.INTListen == "" {
+		return nil
+	}
+	if err := sameUDPPort(f.Translator.INTListen, f.Translator.Listen); err != nil {
+		return fmt.Errorf("translator.int_listen: %w", err)
 	}
 	descs, err := f.Descriptors()
 	if err != nil {

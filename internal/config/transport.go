@@ -137,15 +137,15 @@ func (f *File) validateCollectorTransport() error {
 // validateXDPSection checks the transport and xdp keys of section: with
 // transport xdp, the fallback and the AF_XDP Config that config builds.
 func validateXDPSection(section, transport string, x XDPIngest, config func() *xdp.Config) error {
+	if x.Fallback != "" && x.Fallback != TransportUDP {
+		return fmt.Errorf("%s.xdp.fallback: %q (want \"\" or udp)", section, x.Fallback)
+	}
 	switch transport {
 	case "", TransportUDP:
 		return nil
 	case TransportXDP:
 	default:
 		return fmt.Errorf("%s.transport: %q (want udp or xdp)", section, transport)
-	}
-	if x.Fallback != "" && x.Fallback != TransportUDP {
-		return fmt.Errorf("%s.xdp.fallback: %q (want \"\" or udp)", section, x.Fallback)
 	}
 	if err := config().Validate(); err != nil {
 		return fmt.Errorf("%s.xdp (transport: xdp): %w", section, err)

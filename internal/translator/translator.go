@@ -54,10 +54,10 @@ func (c Config) Validate() error {
 	switch {
 	case c.PostcardCacheEntries < 1 || c.PostcardCacheEntries > 1<<26:
 		return fmt.Errorf("postcard_cache: %d entries out of range [1, 2^26]", c.PostcardCacheEntries)
-	case c.PostcardMaxAge <= 0:
-		return fmt.Errorf("postcard_max_age: %v must be positive", c.PostcardMaxAge)
-	case c.AppendFlushDelay <= 0:
-		return fmt.Errorf("append_flush_delay: %v must be positive", c.AppendFlushDelay)
+	case c.PostcardMaxAge <= 0 || c.PostcardMaxAge > time.Hour:
+		return fmt.Errorf("postcard_max_age: %v out of range (0, 1h]: a path held longer is as good as never written", c.PostcardMaxAge)
+	case c.AppendFlushDelay <= 0 || c.AppendFlushDelay > time.Hour:
+		return fmt.Errorf("append_flush_delay: %v out of range (0, 1h]: a batch held longer is as good as never written", c.AppendFlushDelay)
 	case c.MaxReporters < 64 || c.MaxReporters > 1<<24:
 		return fmt.Errorf("max_reporters: %d out of range [64, 2^24]", c.MaxReporters)
 	}

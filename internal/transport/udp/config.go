@@ -11,13 +11,13 @@ import (
 
 // Bounds checked by [Config.Validate].
 const (
-	// maxReaders is the largest accepted Config.Readers.
-	maxReaders = 64
-	// maxBatchSize is the largest accepted Config.BatchSize.
-	maxBatchSize = 1024
-	// maxRecvBuffer is the largest accepted Config.RecvBuffer (1 GiB); the
+	// MaxReaders is the largest accepted Config.Readers.
+	MaxReaders = 64
+	// MaxBatchSize is the largest accepted Config.BatchSize.
+	MaxBatchSize = 1024
+	// MaxRecvBuffer is the largest accepted Config.RecvBuffer (1 GiB); the
 	// kernel doubles the value it is given and keeps it in an int.
-	maxRecvBuffer = 1 << 30
+	MaxRecvBuffer = 1 << 30
 	// maxDatagramLimit is the largest accepted Config.MaxDatagram: the largest
 	// UDP payload that fits in an IP packet without jumbograms.
 	maxDatagramLimit = 65535
@@ -60,7 +60,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Addr:        ":40040",
-		Readers:     min(runtime.GOMAXPROCS(0), maxReaders),
+		Readers:     min(runtime.GOMAXPROCS(0), MaxReaders),
 		BatchSize:   64,
 		Batched:     true,
 		RecvBuffer:  64 << 20,
@@ -90,15 +90,15 @@ func (c Config) validateAddr() error {
 }
 
 func (c Config) validateReaders() error {
-	if c.Readers < 1 || c.Readers > maxReaders {
-		return fmt.Errorf("udp: Config.Readers = %d, want 1 to %d", c.Readers, maxReaders)
+	if c.Readers < 1 || c.Readers > MaxReaders {
+		return fmt.Errorf("udp: Config.Readers = %d, want 1 to %d", c.Readers, MaxReaders)
 	}
 	return nil
 }
 
 func (c Config) validateRecvBuffer() error {
-	if c.RecvBuffer < 0 || c.RecvBuffer > maxRecvBuffer {
-		return fmt.Errorf("udp: Config.RecvBuffer = %d, want 0 (kernel default) to %d bytes", c.RecvBuffer, maxRecvBuffer)
+	if c.RecvBuffer < 0 || c.RecvBuffer > MaxRecvBuffer {
+		return fmt.Errorf("udp: Config.RecvBuffer = %d, want 0 (kernel default) to %d bytes", c.RecvBuffer, MaxRecvBuffer)
 	}
 	return nil
 }
@@ -106,8 +106,8 @@ func (c Config) validateRecvBuffer() error {
 // validateIO checks the fields that [Serve] uses too.
 func (c Config) validateIO() error {
 	var errs []error
-	if c.BatchSize < 1 || c.BatchSize > maxBatchSize {
-		errs = append(errs, fmt.Errorf("udp: Config.BatchSize = %d, want 1 to %d", c.BatchSize, maxBatchSize))
+	if c.BatchSize < 1 || c.BatchSize > MaxBatchSize {
+		errs = append(errs, fmt.Errorf("udp: Config.BatchSize = %d, want 1 to %d", c.BatchSize, MaxBatchSize))
 	}
 	if c.MaxDatagram < 1 || c.MaxDatagram > maxDatagramLimit {
 		errs = append(errs, fmt.Errorf("udp: Config.MaxDatagram = %d, want 1 to %d bytes", c.MaxDatagram, maxDatagramLimit))

@@ -164,8 +164,8 @@ func listenAll(cfg Config) ([]net.PacketConn, int, error) {
 // listener owns conns and closes them; on error the caller still does.
 // newHandler is called once per reader; logger may be nil.
 func Serve(conns []net.PacketConn, cfg Config, newHandler func(reader int) Handler, logger *slog.Logger) (*Listener, error) {
-	if len(conns) < 1 || len(conns) > maxReaders {
-		return nil, fmt.Errorf("udp: Serve: %d connections, want 1 to %d", len(conns), maxReaders)
+	if len(conns) < 1 || len(conns) > MaxReaders {
+		return nil, fmt.Errorf("udp: Serve: %d connections, want 1 to %d", len(conns), MaxReaders)
 	}
 	if err := cfg.validateIO(); err != nil {
 		return nil, err

@@ -299,7 +299,7 @@ func TestValidateNamesTheBadField(t *testing.T) {
 		{"a zero batch is rejected", func(c *Config) { c.BatchSize = 0 }, "BatchSize"},
 		{"a batch above 1024 is rejected", func(c *Config) { c.BatchSize = 1025 }, "BatchSize"},
 		{"a negative receive buffer is rejected", func(c *Config) { c.RecvBuffer = -1 }, "RecvBuffer"},
-		{"a receive buffer above 1 GiB is rejected", func(c *Config) { c.RecvBuffer = maxRecvBuffer + 1 }, "RecvBuffer"},
+		{"a receive buffer above 1 GiB is rejected", func(c *Config) { c.RecvBuffer = MaxRecvBuffer + 1 }, "RecvBuffer"},
 		{"a zero datagram size is rejected", func(c *Config) { c.MaxDatagram = 0 }, "MaxDatagram"},
 		{"a datagram size above 65535 is rejected", func(c *Config) { c.MaxDatagram = 65536 }, "MaxDatagram"},
 	}
