@@ -282,7 +282,20 @@ func (c *Config) Describe() (Descriptor, error) {
 	if small != "" {
 		return d, fmt.Errorf("memory: %v holds %s", c.Memory, small)
 	}
+	// A count rounds memory down (to a power of two for some hashes: never
+	// below half), unless it hit the primitive's largest count.
+	if mem != 0 && d.RegionSize() < mem/2 {
+		return d, fmt.Errorf("memory: %v is more than %s store can use: its largest geometry takes %v", c.Memory, article(p), ByteSize(d.RegionSize()))
+	}
 	return d, nil
+}
+
+// article prefixes a primitive's name with its indefinite article.
+func article(p dta.Primitive) string {
+	if p == dta.Append {
+		return "an append"
+	}
+	return "a " + p.String()
 }
 
 // onlyFieldsOf rejects fields that belong to another primitive.

@@ -297,3 +297,11 @@ func TestByteSize(t *testing.T) {
 		}
 	})
 }
+
+func TestMemoryBeyondAPrimitivesLargestGeometryIsRefused(t *testing.T) {
+	c := store.Config{Name: "a", ID: 1, Primitive: "keywrite", Memory: 1 << 40}
+	_, err := c.Describe()
+	if err == nil || !strings.Contains(err.Error(), "more than a keywrite store can use") {
+		t.Errorf("1 TiB for a keywrite store: %v, want a refusal (it would silently be 32 GiB)", err)
+	}
+}
