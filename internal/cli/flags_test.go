@@ -58,6 +58,8 @@ func TestBadFlagsAreRefusedNamingTheFlag(t *testing.T) {
 		{"INT reports on a host name", []string{"up", "--int-listen", "localhost:21060"}, "translator.int_listen"},
 		{"a data directory that is a file", []string{"up", "--data-dir", "/dev/null"}, "--data-dir"},
 		{"a data directory under a path that does not exist", []string{"up", "--data-dir", "/nonexistent/x/y"}, "--data-dir"},
+		{"a queue with a flow's latency", []string{"query", "int", "latency", "--flow", "tcp,10.0.0.1:1,10.0.0.2:2", "--queue", "3"}, "--queue goes with --switch"},
+		{"no drop entries to read", []string{"query", "int", "drops", "--limit", "0"}, "--limit"},
 		{"an unknown command", []string{"bogus"}, `unknown command "bogus"`},
 		{"an unknown query", []string{"query", "bogus"}, `unknown command "bogus" for "dta query"`},
 		{"an unknown INT query", []string{"query", "int", "bogus"}, `unknown command "bogus"`},

@@ -160,6 +160,9 @@ never below the true one.`,
 			if byFlow == cmd.Flags().Changed("switch") {
 				return usageError("give --switch (and --queue) or --flow")
 			}
+			if byFlow && cmd.Flags().Changed("queue") {
+				return usageError("--queue goes with --switch: a flow's latency is kept over its whole path")
+			}
 			c, err := o.client()
 			if err != nil {
 				return err
@@ -243,6 +246,9 @@ shows that node's drops; without it every list is read.`,
 			c, err := o.client()
 			if err != nil {
 				return err
+			}
+			if limit < 1 { // the collector checks the top (its max_entries)
+				return usageError("--limit: %d, want at least 1 entry per list", limit)
 			}
 			s, err := c.Store(cmd.Context(), st)
 			if err != nil {
