@@ -192,6 +192,7 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 		w.WriteHeader(code)
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "collector": f.Translator.Collector, "stores": len(up.Descriptors()), "down": down})
 	})
+	mux.Handle("/", guard.Unrouted(map[string][]string{"/metrics": {http.MethodGet}, "/healthz": {http.MethodGet}}))
 	srv := guard.NewServer(mux, slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
 
 	g := newGroup(ctx)

@@ -242,6 +242,27 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 	})
 }
 
+// Unrouted returns the handler of every request a small server (one
+// without an API of its own, as the translator's /metrics and /healthz)
+// does not route: a JSON 405 with Allow for a path of paths asked with
+// another method, a JSON 404 for any other path, both counted (no_route,
+// method). paths maps each served path to its methods (GET implies HEAD).
+func (g *Guard) Unrouted(paths map[string][]string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		methods, ok := paths[r.URL.Path]
+		if !ok {
+			g.refuse(w, r, ReasonNoRoute, "")
+			return
+		}
+		allow := slices.Clone(methods)
+		if slices.Contains(allow, http.MethodGet) {
+			allow = append(allow, http.MethodHead)
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		g.refuse(w, r, ReasonMethod, strings.Join(allow, ", "))
+	})
+}
+
 // receive reads r's body whole into a pooled buffer, holding a body slot
 // while it does, and replaces r.Body with it. When the body cannot be had
 // it answers the request and returns false.
@@ -357,6 +378,10 @@ func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, reason Reason, de
 	case ReasonBadBody:
 		msg = "body: could not be read: " + shortText(detail)
 		h.Set("Connection", "close")
+	case ReasonNoRoute:
+		msg = fmt.Sprintf("no endpoint %s %s", r.Method, shortPath(r.URL.Path))
+	case ReasonMethod:
+		msg = fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, shortPath(r.URL.Path), detail)
 	}
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")

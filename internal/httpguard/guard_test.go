@@ -563,3 +563,31 @@ func TestCrossOriginBrowserRequestsMayNotChangeState(t *testing.T) {
 		})
 	}
 }
+
+func TestUnroutedRequestsAreJSONAndCounted(t *testing.T) {
+	g, err := New(Config{Limits: DefaultLimits()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.Handle("/", g.Unrouted(map[string][]string{"/metrics": {http.MethodGet}}))
+	srv := httptest.NewServer(g.Handler(mux))
+	defer srv.Close()
+	for _, tc := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/metrics", 200},
+		{"PUT", "/metrics", 405},
+		{"GET", "/nope", 404},
+	} {
+		status, _, h := call(t, tc.method, srv.URL+tc.path) // call checks that an error is JSON
+		if status != tc.want || (status == 405 && h.Get("Allow") != "GET, HEAD") {
+			t.Errorf("%s %s: %d (Allow %q), want %d", tc.method, tc.path, status, h.Get("Allow"), tc.want)
+		}
+	}
+	if g.Stats().Refused[ReasonMethod].Load() != 1 || g.Stats().Refused[ReasonNoRoute].Load() != 1 {
+		t.Errorf("counted %d method, %d no_route refusals, want 1 each", g.Stats().Refused[ReasonMethod].Load(), g.Stats().Refused[ReasonNoRoute].Load())
+	}
+}

@@ -20,18 +20,22 @@ const (
 	ReasonCrossOrigin                   // 403: a browser's cross-origin request that would change state
 	ReasonBodyTimeout                   // 408: the body did not arrive within read_timeout
 	ReasonBadBody                       // 400: the body could not be read (cut short, bad chunked encoding)
+	ReasonNoRoute                       // 404: no such path (a server without an API of its own: Unrouted)
+	ReasonMethod                        // 405: the path is served for other methods (Unrouted)
 	NumReasons
 )
 
 var reasonNames = [NumReasons]string{
 	"missing_token", "malformed_token", "invalid_token", "forbidden", "body_too_large",
 	"too_many_requests", "too_many_streams", "cross_origin", "body_timeout", "bad_body",
+	"no_route", "method",
 }
 
 var reasonStatus = [NumReasons]int{
 	http.StatusUnauthorized, http.StatusUnauthorized, http.StatusUnauthorized, http.StatusForbidden,
 	http.StatusRequestEntityTooLarge, http.StatusServiceUnavailable, http.StatusServiceUnavailable,
 	http.StatusForbidden, http.StatusRequestTimeout, http.StatusBadRequest,
+	http.StatusNotFound, http.StatusMethodNotAllowed,
 }
 
 // String returns the reason's metric label, e.g. "invalid_token".

@@ -14,7 +14,7 @@ type HTTPGuard struct{ G *httpguard.Guard }
 
 var (
 	hgRequests = desc("http_requests_total", "HTTP requests received (before authentication and limits).")
-	hgRefused  = desc("http_refused_total", "HTTP requests refused before reaching the API, by reason (400, 401, 403, 408, 413, 503).", "reason")
+	hgRefused  = desc("http_refused_total", "HTTP requests refused before reaching the API, by reason (400, 401, 403, 404, 405, 408, 413, 503).", "reason")
 	hgInFlight = desc("http_in_flight_requests", "HTTP requests being served now (streams aside).")
 	hgStreams  = desc("http_open_streams", "Long polls and notification streams open now.")
 	hgBodies   = desc("http_receiving_bodies", "Request bodies being received now (before their request is served).")
