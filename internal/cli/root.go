@@ -96,10 +96,9 @@ var nonEmptyFlags = []string{
 
 // usageOnBadArgs makes every command-line mistake an exit-2 usage error
 // throughout the tree: a command that only groups subcommands refuses an
-// unknown one instead of printing its help and succeeding (alone, it
-// prints its help), and
-// a positional argument a command does not take is a usage error, not a
-// failure (exit 1).
+// unknown one instead of printing its help and succeeding (alone, it prints
+// its help), and a positional argument a command does not take is a usage
+// error, not a failure (exit 1).
 func usageOnBadArgs(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		usageOnBadArgs(sub)
