@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dta-go/dta/client"
+	"github.com/dta-go/dta/internal/snapshot"
 	"github.com/dta-go/dta/wire/dta"
 )
 
@@ -57,6 +58,9 @@ func (o *queryOptions) lookups(ctx context.Context) (lookups, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkAt(o.at); err != nil {
+		return nil, err
+	}
 	if n := len(strings.Split(o.server, ",")); o.replicas < 1 || o.replicas > n {
 		return nil, usageError("--replicas: %d, want 1 to the %d collectors of --server", o.replicas, n)
 	}
@@ -80,6 +84,9 @@ func (o *queryOptions) client() (*client.Client, error) {
 	}
 	if o.replicas != 1 {
 		return nil, usageError("--replicas: %d; it goes with several collectors in --server (A,B,C)", o.replicas)
+	}
+	if err := checkAt(o.at); err != nil {
+		return nil, err
 	}
 	opts, err := o.options()
 	if err != nil {
@@ -600,4 +607,20 @@ func lookup[R any](keys []string, one func(string) (R, error), batch func([]stri
 		return []R{r}, err
 	}
 	return batch(keys)
+}
+
+// checkAt refuses an --at that is neither an epoch number nor a time the
+// collector parses (RFC 3339, or HH:MM[:SS]); which epoch it names only
+// the collector knows. "" (the live stores) passes.
+func checkAt(at string) error {
+	if at == "" {
+		return nil
+	}
+	if _, err := strconv.ParseUint(at, 10, 64); err == nil {
+		return nil
+	}
+	if _, err := snapshot.ParseAt(at, time.Now(), time.Local); err != nil {
+		return usageError("--at: %v", err)
+	}
+	return nil
 }
