@@ -168,6 +168,55 @@ func decode(r io.Reader, base *File) (*File, error) {
 
 var yamlLineRE = regexp.MustCompile(`line (\d+): `)
 
+// yamlTagRE finds the tag of the value a yaml.v3 type error is about.
+var yamlTagRE = regexp.MustCompile(`!![a-z]+`)
+
+// keyAtLine returns the dotted key (int.udp_ports[0]) of the deepest value
+// that starts on line of src and has tag (any tag when ""), or "" when src
+// does not parse as a node tree. Aliases are not followed (no expansion of
+// alias bombs).
+func keyAtLine(src []byte, line int, tag string) string {
+	var root yaml.Node
+	if yaml.Unmarshal(src, &root) != nil {
+		return ""
+	}
+	var best string
+	var walk func(n *yaml.Node, path string, depth int)
+	walk = func(n *yaml.Node, path string, depth int) {
+		if depth > 64 {
+			return
+		}
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path, depth+1)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				p := k.Value
+				if path != "" {
+					p = path + "." + k.Value
+				}
+				if v.Line == line && (tag == "" || v.ShortTag() == tag) {
+					best = p
+				}
+				walk(v, p, depth+1)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				p := path + "[" + strconv.Itoa(i) + "]"
+				if c.Line == line && (tag == "" || c.ShortTag() == tag) {
+					best = p
+				}
+				walk(c, p, depth+1)
+			}
+		}
+	}
+	walk(&root, "", 0)
+	return best
+}
+
 // cleanYAMLError rewrites yaml.v3's errors so that they name the key: "field
 // x not found in type config.File" becomes `unknown key "x"`, and a value of
 // the wrong type gets the key of its line.
@@ -181,6 +230,9 @@ func cleanYAMLError(err error, src []byte) error {
 	}
 	if m := yamlLineRE.FindStringSubmatchIndex(msg); m != nil {
 		n, _ := strconv.Atoi(msg[m[2]:m[3]])
+		if key := keyAtLine(src, n, yamlTagRE.FindString(msg)); key != "" {
+			return fmt.Errorf("%s (line %d): %s", key, n, msg[m[1]:])
+		}
 		lines := strings.Split(string(src), "\n")
 		if n >= 1 && n <= len(lines) {
 			line := strings.TrimLeft(lines[n-1], " -{")

@@ -86,6 +86,8 @@ func TestBadConfigsNameTheKey(t *testing.T) {
 		{"a postcard age of years", "translator:\n  postcard_max_age: 99999h\n", "postcard_max_age"},
 		{"an Append flush delay of years", "translator:\n  append_flush_delay: 99999h\n", "append_flush_delay"},
 		{"an XDP fallback that is no transport, XDP off", "translator:\n  xdp:\n    fallback: tcp\n", "translator.xdp.fallback"},
+		{"a port above 16 bits in a list of lines", "int:\n  udp_ports:\n    - 6000\n    - 70000\n", "int.udp_ports[1] (line 4)"},
+		{"a list where a section is wanted", "collector:\n  - 1\n", "collector (line"},
 		{"a negative number of readers", "translator:\n  readers: -1\n", "translator.readers"},
 		{"a negative batch size", "translator:\n  batch_size: -5\n", "translator.batch_size"},
 		{"more readers than the listener takes", "translator:\n  readers: 100000\n", "translator.readers"},
