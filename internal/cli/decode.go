@@ -90,6 +90,16 @@ has a bad ICRC.`,
 			if o.ip && !o.roce {
 				return usageError("--ip: give --roce too (--roce --ip reads whole IP packets carrying RoCEv2)")
 			}
+			if o.pcap == "" {
+				for _, f := range []string{"port", "roce-port"} {
+					if cmd.Flags().Changed(f) {
+						return usageError("--%s applies to --pcap (hex input says what it is with --roce)", f)
+					}
+				}
+			}
+			if o.legacy && o.roce {
+				return usageError("--legacy applies to DTA reports; --roce hex input is RoCEv2")
+			}
 			p := &decodePrinter{w: cmd.OutOrStdout(), json: o.output == "json", dec: decode.Decoder{Legacy: o.legacy, Port: o.port, RoCEPort: o.rocePort}, hexRoCE: o.roce, hexIP: o.ip}
 			var err error
 			switch {

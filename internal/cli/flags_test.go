@@ -48,6 +48,8 @@ func TestBadFlagsAreRefusedNamingTheFlag(t *testing.T) {
 		{"more replicas than collectors", []string{"query", "keywrite", "--key", "1", "--server", "http://127.0.0.1:1,http://127.0.0.1:2", "--replicas", "3"}, "--replicas"},
 		{"a CA file that is a device", []string{"query", "stores", "--ca-file", "/dev/zero", "--server", "https://127.0.0.1:1"}, "not a regular file"},
 		{"an empty capture name", []string{"decode", "--pcap", ""}, "--pcap"},
+		{"a capture port without a capture", []string{"decode", "--port", "5", "0105"}, "--port applies to --pcap"},
+		{"the legacy DTA header for RoCEv2 input", []string{"decode", "--legacy", "--roce", "0105"}, "--legacy"},
 		{"a capture that does not exist", []string{"decode", "--pcap", "/nonexistent/x.pcap"}, "--pcap"},
 		{"an empty token file, which would leave the API open", []string{"collector", "--auth-token-file", ""}, "--auth-token-file: empty"},
 		{"an empty client token file", []string{"query", "stores", "--token-file", ""}, "--token-file: empty"},
