@@ -112,6 +112,8 @@ func TestBadConfigsNameTheKey(t *testing.T) {
 		{"two YAML documents", "log:\n  level: info\n---\nlog:\n  level: info\n", "more than one YAML document"},
 		{"not YAML at all", "{{{", "line 1"},
 		{"an export broker without a port", "export:\n  brokers: [kafka]\n", "export.brokers"},
+		{"an export CA file that is a device", "export:\n  brokers: [kafka:9092]\n  tls:\n    enabled: true\n    ca_file: /dev/zero\n", "export.tls.ca_file"},
+		{"an export CA file that does not exist", "export:\n  brokers: [kafka:9092]\n  tls:\n    enabled: true\n    ca_file: /nonexistent/ca.pem\n", "export.tls.ca_file"},
 		{"an unknown export format", "export:\n  brokers: [k:9092]\n  format: avro\n", "export.format"},
 		{"an export of an unknown store", "export:\n  brokers: [k:9092]\n  stores: [nope]\n", "export.stores"},
 		{"an unknown export start", "export:\n  start: middle\n", "export.start"},

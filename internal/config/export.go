@@ -100,6 +100,9 @@ func (f *File) validateExport() error {
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("export.%w", err)
 	}
+	if err := c.CheckFiles(); err != nil {
+		return fmt.Errorf("export.%w", err)
+	}
 	for _, name := range c.Stores {
 		found := false
 		for _, s := range f.Stores {

@@ -224,6 +224,15 @@ func codec(name string) (kgo.CompressionCodec, error) {
 	return kgo.CompressionCodec{}, fmt.Errorf("compression: %q (want none, gzip, snappy, lz4 or zstd)", name)
 }
 
+// CheckFiles reads the TLS and SASL files the configuration names, as
+// starting the exporter would, so that a missing, unreadable or
+// non-regular file is refused when the configuration is read rather than
+// after the collector is serving. It connects to nothing.
+func (c *Config) CheckFiles() error {
+	_, err := c.clientOptions()
+	return err
+}
+
 // clientOptions turns the configuration into the Kafka client's options,
 // reading the TLS and SASL files.
 func (c *Config) clientOptions() ([]kgo.Opt, error) {
