@@ -612,9 +612,9 @@ func TestUpAnswersEveryPathAsTheAPIDoesAndRefusesCrossSiteResets(t *testing.T) {
 		want                       int
 		counted                    string
 	}{
-		{"a PUT of the metrics", "PUT", "/metrics", "", 405, `dta_query_errors_total{endpoint="other",reason="method"}`},
-		{"a POST of the dashboard", "POST", "/", "", 405, `dta_query_errors_total{endpoint="other",reason="method"}`},
-		{"a path outside the API", "GET", "/nope", "", 404, `dta_query_errors_total{endpoint="other",reason="no_route"}`},
+		{"a PUT of the metrics", "PUT", "/metrics", "", 405, `dta_http_refused_total{reason="method"}`},
+		{"a POST of the dashboard", "POST", "/", "", 405, `dta_http_refused_total{reason="method"}`},
+		{"a path outside the API", "GET", "/nope", "", 404, `dta_http_refused_total{reason="no_route"}`},
 		{"a reset sent by another site's page", "POST", "/v1/stores/keyincrement/keyincrement:reset", "http://evil.example", 403, `dta_http_refused_total{reason="cross_origin"}`},
 	} {
 		req, err := http.NewRequest(tc.method, base+tc.path, nil)

@@ -167,12 +167,10 @@ func New(cfg Config, logger *slog.Logger) (*Collector, error) {
 	mux.HandleFunc("GET /healthz", c.healthz)
 	mux.Handle("GET /{$}", ui)             // the dashboard (internal/web)
 	mux.Handle("GET "+web.AssetPrefix, ui) // and its assets
-	// Every other path and method is answered as the API answers errors
-	// (JSON, counted by reason in dta_query_errors_total).
-	mux.Handle("/", c.query.Handler())
-	for _, p := range []string{"/metrics", "/healthz", "/{$}"} {
-		mux.Handle(p, c.query.MethodNotAllowed(http.MethodGet))
-	}
+	// Every other path and method: JSON 404/405, counted by reason in
+	// dta_http_refused_total (no_route, method), as on the translator.
+	get := []string{http.MethodGet}
+	mux.Handle("/", c.guard.Unrouted(map[string][]string{"/metrics": get, "/healthz": get, "/": get}))
 	c.srv = c.guard.NewServer(mux, slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
 	return c, nil
 }

@@ -247,12 +247,6 @@ func article(p dta.Primitive) string {
 	return "a " + p.String()
 }
 
-// MethodNotAllowed returns a handler answering 405 (JSON, counted) for a
-// path the composition root serves only for methods (GET implies HEAD).
-func (s *Server) MethodNotAllowed(methods ...string) http.Handler {
-	return s.methodNotAllowed(methods)
-}
-
 // methodNotAllowed answers a request for a path served only for other
 // methods.
 func (s *Server) methodNotAllowed(methods []string) http.Handler {
