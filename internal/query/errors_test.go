@@ -1,8 +1,10 @@
 package query
 
 import (
+	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestEveryBadRequestGetsAJSONError sends one request per way of getting a
@@ -153,6 +155,41 @@ func TestEveryBadRequestGetsAJSONError(t *testing.T) {
 		}
 		if n == 0 {
 			t.Errorf("reason %v never counted", r)
+		}
+	}
+}
+
+func TestWaitsFollowTheDocumentedGrammar(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"500ms", 500 * time.Millisecond, true},
+		{"1m30s", 90 * time.Second, true},
+		{"2.5", 2500 * time.Millisecond, true},
+		{".5", 500 * time.Millisecond, true},
+		{"1e3", 1000 * time.Second, true},
+		{"1e-400", 0, true},                            // underflows to no wait
+		{"1e400", 1e6 * time.Second, true},             // longer than any limit
+		{"99999999999999999999h", math.MaxInt64, true}, // the same, as a duration
+		{"0", 0, true},
+		{"10µs", 10 * time.Microsecond, true},
+		{"-1s", 0, false},
+		{"-0", 0, false},
+		{"+1s", 0, false},
+		{"0x1p-2", 0, false},
+		{"1_000", 0, false},
+		{"NaN", 0, false},
+		{"Inf", 0, false},
+		{"1s ", 0, false},
+		{"", 0, false},
+		{"1d", 0, false},
+		{strings.Repeat("1", 65), 0, false},
+	} {
+		got, err := parseWait(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseWait(%q) = %v, %v; want %v (accepted: %v)", tc.in, got, err, tc.want, tc.ok)
 		}
 	}
 }

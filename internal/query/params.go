@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -354,21 +355,36 @@ func parseAppendQuery(raw string, cfg *Config) (appendParams, *apiError) {
 	return p, nil
 }
 
+// waitSyntax is the grammar of a wait, as docs/openapi.yaml states it: a Go
+// duration without a sign ("500ms", "1m30s") or a number of seconds ("2.5",
+// "1e3"). Forms the parsers would also take (a sign, hex floats,
+// underscores) are refused, so the document and the server agree.
+var waitSyntax = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)(([eE][+-]?[0-9]+)?|(ns|us|µs|μs|ms|s|m|h)(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))*)$`)
+
+// secondsSyntax is the part of waitSyntax that is a number of seconds.
+var secondsSyntax = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+
 // parseWait parses a Go duration ("500ms", "10s") or a number of seconds.
+// A wait too long for a duration is the longest one (callers shorten it to
+// their limit).
 func parseWait(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		f, ferr := strconv.ParseFloat(s, 64)
-		if ferr != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return 0, errors.New("want a duration such as 500ms or 10s, or a number of seconds")
-		}
-		if f > 1e6 {
-			f = 1e6
-		}
-		d = time.Duration(f * float64(time.Second))
-	}
-	if d < 0 {
+	switch {
+	case strings.HasPrefix(s, "-"):
 		return 0, errors.New("negative")
+	case len(s) > 64 || !waitSyntax.MatchString(s):
+		return 0, errors.New("want a duration such as 500ms or 10s, or a number of seconds")
+	case secondsSyntax.MatchString(s):
+		// The grammar leaves ParseFloat only overflow (a wait longer than
+		// any limit) and underflow (none) to report.
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil && !math.IsInf(f, 1) {
+			f = 0
+		}
+		return time.Duration(min(f, 1e6) * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil { // the grammar leaves only overflow
+		d = math.MaxInt64
 	}
 	return d, nil
 }
