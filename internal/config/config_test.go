@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -242,4 +243,36 @@ func TestLoadRefusesWhatIsNotARegularFile(t *testing.T) {
 			t.Fatalf("Load(%s) is still reading", path)
 		}
 	}
+}
+
+// TestEveryKeyIsInTheDefaultFile walks the configuration's YAML keys and
+// asks that each appear in the embedded default.yaml, as a key or in a
+// comment: the file is the reference operators read (`dta config`).
+func TestEveryKeyIsInTheDefaultFile(t *testing.T) {
+	doc := string(DefaultYAML())
+	var walk func(tp reflect.Type, path string)
+	walk = func(tp reflect.Type, path string) {
+		for tp.Kind() == reflect.Pointer || tp.Kind() == reflect.Slice {
+			tp = tp.Elem()
+		}
+		if tp.Kind() != reflect.Struct || tp.PkgPath() == "time" {
+			return
+		}
+		for i := range tp.NumField() {
+			f := tp.Field(i)
+			key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if !f.IsExported() || key == "-" || key == "" {
+				continue
+			}
+			p := key
+			if path != "" {
+				p = path + "." + key
+			}
+			if !regexp.MustCompile(`(?m)(^|[\s#-])` + regexp.QuoteMeta(key) + `:`).MatchString(doc) {
+				t.Errorf("%s is a configuration key that default.yaml does not mention", p)
+			}
+			walk(f.Type, p)
+		}
+	}
+	walk(reflect.TypeOf(File{}), "")
 }

@@ -148,7 +148,7 @@ func validateXDPSection(section, transport string, x XDPIngest, config func() *x
 		return fmt.Errorf("%s.transport: %q (want udp or xdp)", section, transport)
 	}
 	if err := config().Validate(); err != nil {
-		return fmt.Errorf("%s.xdp (transport: xdp): %w", section, err)
+		return fmt.Errorf("%s.xdp: %w", section, err)
 	}
 	return nil
 }

@@ -49,14 +49,14 @@ func TestTransportSettings(t *testing.T) {
 	shared := []tcase{
 		{"the default transport is UDP", "", "", false, -1},
 		{"transport xdp with an interface selects AF_XDP", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frame_size: 4096\n", "", true, -1},
-		{"transport xdp without an interface names the key", "SECTION:\n  transport: xdp\n", "Config.Interface", false, -1},
+		{"transport xdp without an interface names the key", "SECTION:\n  transport: xdp\n", "SECTION.xdp: interface", false, -1},
 		{"an unknown transport is refused", "SECTION:\n  transport: dpdk\n", "SECTION.transport", false, -1},
 		{"an unknown fallback is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    fallback: tcp\n", "SECTION.xdp.fallback", false, -1},
-		{"a ring that is not a power of two is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    rx_ring: 1000\n", "Config.RXRing", false, -1},
-		{"UMEM frames that are not a power of two are refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frames: 1000\n", "Config.Frames", false, -1},
-		{"an unknown bind mode is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    bind_mode: fast\n", "Config.BindMode", false, -1},
-		{"a pause longer than 1ms is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    coalesce: 2ms\n", "Config.Coalesce", false, -1},
-		{"a pause that may grow less than it starts is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    coalesce: 200us\n    coalesce_max: 100us\n", "Config.CoalesceMax", false, -1},
+		{"a ring that is not a power of two is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    rx_ring: 1000\n", "SECTION.xdp: rx_ring", false, -1},
+		{"UMEM frames that are not a power of two are refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frames: 1000\n", "SECTION.xdp: frames", false, -1},
+		{"an unknown bind mode is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    bind_mode: fast\n", "SECTION.xdp: bind_mode", false, -1},
+		{"a pause longer than 1ms is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    coalesce: 2ms\n", "SECTION.xdp: coalesce:", false, -1},
+		{"a pause that may grow less than it starts is refused", "SECTION:\n  transport: xdp\n  xdp:\n    interface: eth0\n    coalesce: 200us\n    coalesce_max: 100us\n", "SECTION.xdp: coalesce_max", false, -1},
 	}
 	for _, sec := range []struct {
 		name string
@@ -75,7 +75,7 @@ func TestTransportSettings(t *testing.T) {
 			{"the translator's transport leaves the responder's alone", "translator:\n  transport: xdp\n  xdp:\n    interface: eth0\n", "", false, -1},
 			{"tx_frames 0 sends responses through the UDP socket", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frame_size: 4096\n    tx_frames: 0\n", "", true, 0},
 			{"tx_frames sizes the TX ring", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n    frame_size: 4096\n    tx_frames: 256\n", "", true, 256},
-			{"tx_frames that are not a power of two are refused", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n    tx_frames: 1000\n", "Config.TXFrames", false, -1},
+			{"tx_frames that are not a power of two are refused", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n    tx_frames: 1000\n", "collector.xdp: tx_frames", false, -1},
 		}, func(f *File) *xdp.Config {
 			rc := f.ResponderConfig()
 			if err := rc.Validate(); err != nil {

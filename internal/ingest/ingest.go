@@ -83,7 +83,7 @@ func (c Config) Validate() error {
 	}
 	if c.XDP != nil {
 		if err := c.XDP.Validate(); err != nil {
-			return err
+			return fmt.Errorf("xdp: %w", err)
 		}
 	}
 	return nil

@@ -109,48 +109,49 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports every field that is out of range, naming the field.
+// Validate reports every field that is out of range, naming it by its key
+// in a configuration file's xdp section (the caller names the section).
 func (c Config) Validate() error {
 	var errs []error
 	if c.Interface == "" {
-		errs = append(errs, errors.New("xdp: Config.Interface is empty: name the interface reports arrive on"))
+		errs = append(errs, errors.New("interface: empty: name the interface reports arrive on"))
 	}
 	if c.Queues < 0 || c.Queues > maxQueues {
-		errs = append(errs, fmt.Errorf("xdp: Config.Queues = %d, want 0 (all) to %d", c.Queues, maxQueues))
+		errs = append(errs, fmt.Errorf("queues: %d, want 0 (all) to %d", c.Queues, maxQueues))
 	}
 	if c.FrameSize != 2048 && c.FrameSize != 4096 {
-		errs = append(errs, fmt.Errorf("xdp: Config.FrameSize = %d, want 2048 or 4096", c.FrameSize))
+		errs = append(errs, fmt.Errorf("frame_size: %d, want 2048 or 4096", c.FrameSize))
 	}
 	if !ringSize(c.Frames) {
-		errs = append(errs, fmt.Errorf("xdp: Config.Frames = %d, want a power of two from 64 to %d", c.Frames, maxRingSize))
+		errs = append(errs, fmt.Errorf("frames: %d, want a power of two from 64 to %d", c.Frames, maxRingSize))
 	}
 	if !ringSize(c.RXRing) {
-		errs = append(errs, fmt.Errorf("xdp: Config.RXRing = %d, want a power of two from 64 to %d", c.RXRing, maxRingSize))
+		errs = append(errs, fmt.Errorf("rx_ring: %d, want a power of two from 64 to %d", c.RXRing, maxRingSize))
 	}
 	if c.TXFrames != 0 && !ringSize(c.TXFrames) {
-		errs = append(errs, fmt.Errorf("xdp: Config.TXFrames = %d, want 0 (no TX ring) or a power of two from 64 to %d", c.TXFrames, maxRingSize))
+		errs = append(errs, fmt.Errorf("tx_frames: %d, want 0 (no TX ring) or a power of two from 64 to %d", c.TXFrames, maxRingSize))
 	}
 	if c.BatchSize < 1 || c.BatchSize > maxBatchSize {
-		errs = append(errs, fmt.Errorf("xdp: Config.BatchSize = %d, want 1 to %d", c.BatchSize, maxBatchSize))
+		errs = append(errs, fmt.Errorf("batch_size: %d, want 1 to %d", c.BatchSize, maxBatchSize))
 	}
 	switch c.AttachMode {
 	case AttachAuto, AttachNative, AttachGeneric:
 	default:
-		errs = append(errs, fmt.Errorf("xdp: Config.AttachMode = %q, want auto, native or generic", c.AttachMode))
+		errs = append(errs, fmt.Errorf("attach_mode: %q, want auto, native or generic", c.AttachMode))
 	}
 	switch c.BindMode {
 	case BindAuto, BindCopy, BindZeroCopy:
 	default:
-		errs = append(errs, fmt.Errorf("xdp: Config.BindMode = %q, want auto, copy or zerocopy", c.BindMode))
+		errs = append(errs, fmt.Errorf("bind_mode: %q, want auto, copy or zerocopy", c.BindMode))
 	}
 	if c.PollTimeout < time.Millisecond || c.PollTimeout > time.Second {
-		errs = append(errs, fmt.Errorf("xdp: Config.PollTimeout = %v, want 1ms to 1s", c.PollTimeout))
+		errs = append(errs, fmt.Errorf("poll_timeout: %v, want 1ms to 1s", c.PollTimeout))
 	}
 	if c.Coalesce < 0 || c.Coalesce > time.Millisecond {
-		errs = append(errs, fmt.Errorf("xdp: Config.Coalesce = %v, want 0 to 1ms", c.Coalesce))
+		errs = append(errs, fmt.Errorf("coalesce: %v, want 0 to 1ms", c.Coalesce))
 	}
 	if c.CoalesceMax != 0 && (c.CoalesceMax < c.Coalesce || c.CoalesceMax > maxCoalesceMax) {
-		errs = append(errs, fmt.Errorf("xdp: Config.CoalesceMax = %v, want 0 or Coalesce (%v) to %v", c.CoalesceMax, c.Coalesce, maxCoalesceMax))
+		errs = append(errs, fmt.Errorf("coalesce_max: %v, want 0 or coalesce (%v) to %v", c.CoalesceMax, c.Coalesce, maxCoalesceMax))
 	}
 	return errors.Join(errs...)
 }

@@ -151,15 +151,15 @@ func TestConfigValidateNamesEveryBadField(t *testing.T) {
 		want string
 	}{
 		{"the defaults with an interface are valid", func(c *Config) {}, ""},
-		{"an empty interface is refused", func(c *Config) { c.Interface = "" }, "Config.Interface"},
-		{"a frame size of 1500 is refused", func(c *Config) { c.FrameSize = 1500 }, "Config.FrameSize"},
-		{"frames not a power of two are refused", func(c *Config) { c.Frames = 1000 }, "Config.Frames"},
-		{"a tiny RX ring is refused", func(c *Config) { c.RXRing = 32 }, "Config.RXRing"},
-		{"a batch of 0 is refused", func(c *Config) { c.BatchSize = 0 }, "Config.BatchSize"},
-		{"65 queues are refused", func(c *Config) { c.Queues = 65 }, "Config.Queues"},
-		{"an unknown attach mode is refused", func(c *Config) { c.AttachMode = "offload" }, "Config.AttachMode"},
-		{"an unknown bind mode is refused", func(c *Config) { c.BindMode = "fast" }, "Config.BindMode"},
-		{"a poll timeout of 0 is refused", func(c *Config) { c.PollTimeout = 0 }, "Config.PollTimeout"},
+		{"an empty interface is refused", func(c *Config) { c.Interface = "" }, "interface:"},
+		{"a frame size of 1500 is refused", func(c *Config) { c.FrameSize = 1500 }, "frame_size:"},
+		{"frames not a power of two are refused", func(c *Config) { c.Frames = 1000 }, "frames:"},
+		{"a tiny RX ring is refused", func(c *Config) { c.RXRing = 32 }, "rx_ring:"},
+		{"a batch of 0 is refused", func(c *Config) { c.BatchSize = 0 }, "batch_size:"},
+		{"65 queues are refused", func(c *Config) { c.Queues = 65 }, "queues:"},
+		{"an unknown attach mode is refused", func(c *Config) { c.AttachMode = "offload" }, "attach_mode:"},
+		{"an unknown bind mode is refused", func(c *Config) { c.BindMode = "fast" }, "bind_mode:"},
+		{"a poll timeout of 0 is refused", func(c *Config) { c.PollTimeout = 0 }, "poll_timeout:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()

@@ -54,7 +54,7 @@ type Listener struct {
 // exists, what to do about it. logger may be nil.
 func Listen(cfg Config, routes []Route, logger *slog.Logger) (_ *Listener, err error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("xdp: %w", err)
 	}
 	if err := checkRoutes(routes); err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ func NewSender(ifname string, cfg Config) (*Sender, error) {
 func NewQueueSender(ifname string, queue int, cfg Config) (*Sender, error) {
 	cfg.Interface = ifname
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("xdp: %w", err)
 	}
 	ifc, err := net.InterfaceByName(ifname)
 	if err != nil {
