@@ -123,6 +123,7 @@ func TestBadClientOptionsAreRefused(t *testing.T) {
 		{"a token with a newline", nil, client.WithToken("abc\nX-Evil: 1")},
 		{"a token with a space", nil, client.WithToken("abc def")},
 		{"TLS over a foreign transport", &http.Client{Transport: otherTransport{}}, client.WithTLS(&tls.Config{})},
+		{"a response bound under 1 MiB", nil, client.WithMaxResponseBytes(1000)},
 	} {
 		if _, err := client.New("https://127.0.0.1:1", tc.hc, tc.opt); err == nil {
 			t.Errorf("%s: accepted", tc.name)

@@ -29,6 +29,8 @@ type Client struct {
 	hc    *http.Client
 	token string // bearer token; "" sends none
 	at    string // ?at= on every request (At); "" reads the live stores
+	// maxResponse bounds one JSON answer (WithMaxResponseBytes).
+	maxResponse int64
 }
 
 // New returns a client of the API at baseURL (for example
@@ -48,7 +50,7 @@ func New(baseURL string, hc *http.Client, opts ...Option) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	c := &Client{base: strings.TrimRight(u.String(), "/"), hc: hc}
+	c := &Client{base: strings.TrimRight(u.String(), "/"), hc: hc, maxResponse: DefaultMaxResponseBytes}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err
@@ -76,10 +78,34 @@ func (c *Client) do(ctx context.Context, method, u string, body any, out any) er
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	answer := &boundedBody{r: resp.Body, left: c.maxResponse}
+	if err := json.NewDecoder(answer).Decode(out); err != nil {
+		if answer.over {
+			return fmt.Errorf("%s %s: the answer is larger than %d bytes (client.WithMaxResponseBytes)", method, u, c.maxResponse)
+		}
 		return fmt.Errorf("%s %s: decode answer: %w", method, u, err)
 	}
 	return nil
+}
+
+// boundedBody reads at most left bytes of an answer, then fails, noting it.
+type boundedBody struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		b.over = true
+		return 0, errors.New("answer too large")
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // send sends a request and returns a 2xx response, or the server's *Error.

@@ -12,6 +12,11 @@
 // serving HTTPS may need its CA ([WithTLS], [CAFile]). A request without a
 // valid token is answered 401, a reset with a read-only token 403.
 //
+// The client trusts no answer blindly: one JSON answer is read up to
+// [DefaultMaxResponseBytes] ([WithMaxResponseBytes] raises it), and
+// counters of several collectors are added only when each has the shape
+// it states ([SketchCounters.Add]).
+//
 // Every error the server answers with is an [*Error] carrying the HTTP status
 // and the server's text. The package uses only the standard library; it must
 // not depend on the collector's internal packages, keep state between calls

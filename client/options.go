@@ -33,6 +33,26 @@ func WithToken(token string) Option {
 	}
 }
 
+// DefaultMaxResponseBytes bounds the JSON answer of one call unless
+// WithMaxResponseBytes says otherwise: room for a batch of MaxBatch results
+// many times over, and for the counters of a sketch of about ten million
+// counters (GET .../sketchmerge/counters of 16 rows of 2^19 columns).
+const DefaultMaxResponseBytes = 256 << 20
+
+// WithMaxResponseBytes bounds the JSON answer of one call to n bytes (at
+// least 1 MiB), so that a collector that answers without end cannot make the
+// client allocate without bound; a larger answer is an error naming this
+// option. Raise it to read the counters of larger sketches.
+func WithMaxResponseBytes(n int64) Option {
+	return func(c *Client) error {
+		if n < 1<<20 {
+			return fmt.Errorf("max response bytes: %d, want at least 1 MiB", n)
+		}
+		c.maxResponse = n
+		return nil
+	}
+}
+
 // WithTLS uses cfg for HTTPS: trusted roots (RootCAs), a client
 // certificate, or, for tests only, InsecureSkipVerify. It replaces the TLS
 // configuration of the client's transport: with an http.Client given to

@@ -50,16 +50,35 @@ type SketchCounters struct {
 
 // Add adds o's counters to s: the sketch of both streams (sketches are
 // linear), as when merging the sketches of several collectors.
+// Both must have the shape they state (Rows rows of Columns counters, as a
+// collector sends them); a pair that does not is an error and s is left
+// unchanged.
 func (s *SketchCounters) Add(o SketchCounters) error {
-	if s.Kind != o.Kind || s.Rows != o.Rows || s.Columns != o.Columns || len(o.Counters) != s.Rows {
+	if s.Kind != o.Kind || s.Rows != o.Rows || s.Columns != o.Columns {
 		return fmt.Errorf("sketch geometries differ: %s %d×%d and %s %d×%d", s.Kind, s.Rows, s.Columns, o.Kind, o.Rows, o.Columns)
 	}
+	if err := s.checkShape(); err != nil {
+		return err
+	}
+	if err := o.checkShape(); err != nil {
+		return err
+	}
 	for r := range s.Counters {
-		if len(s.Counters[r]) != len(o.Counters[r]) {
-			return errors.New("sketch rows of different lengths")
-		}
 		for c, v := range o.Counters[r] {
 			s.Counters[r][c] += v
+		}
+	}
+	return nil
+}
+
+// checkShape reports counters that are not Rows rows of Columns each.
+func (s *SketchCounters) checkShape() error {
+	if len(s.Counters) != s.Rows {
+		return fmt.Errorf("sketch of epoch %d: %d rows of counters, its geometry says %d", s.Epoch, len(s.Counters), s.Rows)
+	}
+	for r, row := range s.Counters {
+		if uint64(len(row)) != s.Columns {
+			return fmt.Errorf("sketch of epoch %d: row %d has %d counters, its geometry says %d", s.Epoch, r, len(row), s.Columns)
 		}
 	}
 	return nil

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +116,63 @@ func FuzzHandler(f *testing.F) {
 			// ServeMux cleaning the path (//, /./, ..).
 		default:
 			t.Fatalf("%s %q: status %d, content type %q: %s", method, target, rec.Code, ct, rec.Body)
+		}
+	})
+}
+
+// FuzzHandlerOverAnyMemory fills every store's memory with arbitrary bytes,
+// as a faulty RDMA peer holding the rkey, or a damaged checkpoint whose
+// checksums pass, could leave it, and asks every read endpoint about it:
+// answers may be nonsense, but never a panic or a 5xx (an Append header
+// with its low watermark above its head once made a poll panic).
+func FuzzHandlerOverAnyMemory(f *testing.F) {
+	f.Add([]byte("00000000\xff\xff\xff\xff\xff\xff\xff\xff"), "0", uint8(0), uint64(3), uint16(100), int64(-1))
+	f.Add(bytes.Repeat([]byte{0xff}, 16), "0x0102", uint8(1), uint64(3), uint16(100), int64(0))
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, "tcp,1.1.1.1:1,2.2.2.2:2", uint8(2), uint64(1<<63), uint16(1000), int64(7))
+	cat := newTestCatalog(f)
+	h := New(cat, Config{MaxWait: time.Millisecond, PollInterval: time.Millisecond, MaxBatch: 64, MaxBodyBytes: 4096}, nil).Handler()
+	var buf []byte
+	f.Fuzz(func(t *testing.T, mem []byte, key string, list uint8, cursor uint64, limit uint16, epoch int64) {
+		if len(mem) == 0 {
+			return
+		}
+		for _, st := range cat.Stores() {
+			buf = slices.Grow(buf[:0], int(st.Region.Size()))[:st.Region.Size()]
+			for i := range buf { // the pattern, varied on each repeat
+				buf[i] = mem[i%len(mem)] ^ byte(i/len(mem))
+			}
+			if err := st.Region.Write(0, buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		k := url.QueryEscape(key)
+		for _, rq := range []struct{ method, target, body string }{
+			{"GET", "/v1/stores/keywrite/keywrite?key=" + k, ""},
+			{"POST", "/v1/stores/keywrite/keywrite:batch", fmt.Sprintf(`{"keys":[%q,"1","2"],"threshold":1}`, key)},
+			{"GET", "/v1/stores/int-paths/keywrite?key=" + k, ""},
+			{"GET", "/v1/stores/keyincrement/keyincrement?key=" + k, ""},
+			{"GET", "/v1/stores/postcard/postcard?key=" + k, ""},
+			{"POST", "/v1/stores/postcard/postcard:batch", fmt.Sprintf(`{"keys":[%q,"1","2","3"]}`, key)},
+			{"GET", "/v1/stores/append/append", ""},
+			{"GET", fmt.Sprintf("/v1/stores/append/append/%d?cursor=%d&limit=%d", list%5, cursor, limit), ""},
+			{"GET", fmt.Sprintf("/v1/stores/append/append/%d?from=oldest&limit=%d", list%5, limit), ""},
+			{"GET", fmt.Sprintf("/v1/stores/append/append/%d/head", list%5), ""},
+			{"GET", "/v1/stores/sketchmerge/sketchmerge/epochs", ""},
+			{"GET", fmt.Sprintf("/v1/stores/sketchmerge/sketchmerge?key=%s&epoch=%d", k, epoch), ""},
+			{"GET", fmt.Sprintf("/v1/stores/sketchmerge/sketchmerge/norms?epoch=%d", epoch), ""},
+			{"GET", "/v1/stores/sketchmerge/sketchmerge/counters", ""},
+			{"POST", "/v1/stores/sketchmerge/sketchmerge:topk?k=2", fmt.Sprintf(`{"keys":[%q,"1","2"]}`, key)},
+			{"GET", "/v1/stores", ""},
+		} {
+			req, err := http.NewRequest(rq.method, "http://dta"+rq.target, strings.NewReader(rq.body))
+			if err != nil {
+				continue
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code >= 500 {
+				t.Fatalf("%s %s: %d %s", rq.method, rq.target, rec.Code, rec.Body)
+			}
 		}
 	})
 }

@@ -118,13 +118,16 @@ func (s Spec) Window() uint64 {
 // Lowest is the oldest entry index readable in a list whose head is head and
 // whose low watermark is low: the writer may be placing up to Window entries
 // beyond head, overwriting the oldest Window entries of the ring, and
-// nothing below low is readable.
+// nothing below low is readable. It is never above head: a low watermark
+// above the head (memory no well-behaved writer leaves, e.g. from a faulty
+// RDMA peer) leaves nothing readable instead of indexes past the head; and
+// a head near 2^64 does not wrap.
 func (s Spec) Lowest(head, low uint64) uint64 {
-	w := head + s.Window()
-	if w <= s.Capacity {
-		return low
+	lowest := low
+	if room := s.Capacity - s.Window(); head > room { // Window <= Capacity/2 (Capacity >= 2 x Batch)
+		lowest = max(head-room, low)
 	}
-	return max(w-s.Capacity, low)
+	return min(lowest, head)
 }
 
 // EntryOffset is the offset of entry i (absolute index) of list.

@@ -631,3 +631,49 @@ func TestPendingCountsEntriesHeldInPartialBatches(t *testing.T) {
 		t.Errorf("entries %d written %d discarded %d, want 9, 8, 1", st.Entries.Load(), st.Written.Load(), st.Discarded.Load())
 	}
 }
+
+// FuzzPollOverAnyHeader writes arbitrary head and low words into a list's
+// header, as a faulty RDMA peer or a damaged checkpoint could, and polls:
+// whatever the words, a poll returns a well-formed result within the limit
+// and never an index at or past the head it read, nor panics.
+func FuzzPollOverAnyHeader(f *testing.F) {
+	le := func(head, low uint64) []byte {
+		return binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, head), low)
+	}
+	be := func(head, low uint64) []byte {
+		return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, head), low)
+	}
+	f.Add([]byte("00000000\xff\xff\xff\xff\xff\xff\xff\xff"), uint64(3), uint16(100)) // low 2^64-1 above the head
+	f.Add(le(10, 78), uint64(3), uint16(80))                                         // low above the head
+	f.Add(be(10, 78), uint64(3), uint16(80))
+	f.Add(le(1<<64-1, 0), uint64(1<<64-2), uint16(10)) // a head near 2^64
+	f.Add(le(20, 4), uint64(0), uint16(100))           // a plausible header
+	spec := appendlist.Spec{Lists: 1, Capacity: 64, EntrySize: 4, Batch: 4}
+	cat, err := store.Open([]store.Descriptor{{Name: "ap", ID: 1, Primitive: dta.Append, Append: spec}},
+		region.Config{HugePages: region.HugePagesOff}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { cat.Close() })
+	st := cat.Stores()[0].Append
+	f.Fuzz(func(t *testing.T, header []byte, cursor uint64, limit uint16) {
+		if len(header) < 16 {
+			return
+		}
+		if err := cat.Apply([]memop.Op{{Kind: memop.Write, Offset: spec.HeadOffset(0), Data: header[:16]}}); err != nil {
+			t.Fatal(err)
+		}
+		head, _ := st.Head(0)
+		res, err := st.Poll(0, cursor, int(limit), nil)
+		if err != nil {
+			if !errors.Is(err, appendlist.ErrCursorAhead) || cursor <= head {
+				t.Fatalf("Poll(%d) over head %d: %v", cursor, head, err)
+			}
+			return
+		}
+		if len(res.Data) != res.Count*spec.EntrySize || res.Count > int(limit) || res.Next != res.First+uint64(res.Count) ||
+			res.First < cursor || res.Next > head {
+			t.Fatalf("Poll(%d, %d) over head %d: %d bytes, count %d, first %d, next %d", cursor, limit, head, len(res.Data), res.Count, res.First, res.Next)
+		}
+	})
+}
