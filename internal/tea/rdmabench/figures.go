@@ -196,7 +196,12 @@ type FailoverConfig struct {
 	Bucket   time.Duration // one row per bucket
 	Timeout  time.Duration // the engine's read timeout
 	Holddown time.Duration
-	Seed     uint64
+	// AckTimeout is the RDMA requesters' ACK timeout (2 retries after it
+	// the queue pair fails); 0: 20ms, so that the killed server's queue
+	// pair fails soon after the kill. A loaded machine that stalls the
+	// table's load for longer fails the run: tests give more.
+	AckTimeout time.Duration
+	Seed       uint64
 }
 
 // DefaultFailoverConfig is the experiment of docs/REPRODUCTION.md.
@@ -228,11 +233,15 @@ type FailoverSummary struct {
 // Failover runs Fig. 10 over RDMA.
 func Failover(c FailoverConfig) ([]FailoverRow, FailoverSummary, error) {
 	var sum FailoverSummary
-	if c.Keys < 1 || c.Window < 1 || c.Bucket <= 0 || c.Duration < c.Bucket || c.Timeout <= 0 || c.Kill < 0 {
-		return nil, sum, fmt.Errorf("failover: keys %d, window %d, bucket %v, duration %v, timeout %v, kill %v: want positive values",
-			c.Keys, c.Window, c.Bucket, c.Duration, c.Timeout, c.Kill)
+	if c.Keys < 1 || c.Window < 1 || c.Bucket <= 0 || c.Duration < c.Bucket || c.Timeout <= 0 || c.Kill < 0 || c.AckTimeout < 0 {
+		return nil, sum, fmt.Errorf("failover: keys %d, window %d, bucket %v, duration %v, timeout %v, kill %v, ack timeout %v: want positive values",
+			c.Keys, c.Window, c.Bucket, c.Duration, c.Timeout, c.Kill, c.AckTimeout)
 	}
-	cl, err := newCluster(c.Keys, 2, 2, 64, 0, 20*time.Millisecond, 2, c.Seed)
+	ack := c.AckTimeout
+	if ack == 0 {
+		ack = 20 * time.Millisecond
+	}
+	cl, err := newCluster(c.Keys, 2, 2, 64, 0, ack, 2, c.Seed)
 	if err != nil {
 		return nil, sum, err
 	}
