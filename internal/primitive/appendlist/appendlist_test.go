@@ -644,7 +644,7 @@ func FuzzPollOverAnyHeader(f *testing.F) {
 		return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, head), low)
 	}
 	f.Add([]byte("00000000\xff\xff\xff\xff\xff\xff\xff\xff"), uint64(3), uint16(100)) // low 2^64-1 above the head
-	f.Add(le(10, 78), uint64(3), uint16(80))                                         // low above the head
+	f.Add(le(10, 78), uint64(3), uint16(80))                                          // low above the head
 	f.Add(be(10, 78), uint64(3), uint16(80))
 	f.Add(le(1<<64-1, 0), uint64(1<<64-2), uint16(10)) // a head near 2^64
 	f.Add(le(20, 4), uint64(0), uint16(100))           // a plausible header
