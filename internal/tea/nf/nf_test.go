@@ -172,8 +172,12 @@ func localNF(t *testing.T, kind nf.Kind, spec tea.Spec, entries ...nf.Entry) (*n
 		}
 	}
 	var out []sent
+	// The backend's timeout (1 s), not the engine's default 1 ms: a lookup
+	// of local memory that a loaded machine delays past 1 ms was counted
+	// unavailable instead of what the test asks about.
 	n, err := nf.New(nf.Config{Kind: kind, Placement: be.p, Readers: be.readers, Stash: be.tab.Stash(), Cache: be.tab.Cache(),
-		Send: func(d nf.Direction, b []byte) error { out = append(out, sent{d, bytes.Clone(b)}); return nil }})
+		Engine: tea.Config{Timeout: be.timeout},
+		Send:   func(d nf.Direction, b []byte) error { out = append(out, sent{d, bytes.Clone(b)}); return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +327,7 @@ func TestTranslatingAPacketAllocatesNothing(t *testing.T) {
 	}
 	sent := 0
 	n, err := nf.New(nf.Config{Kind: nf.NAT, Placement: be.p, Readers: be.readers, Stash: be.tab.Stash(),
-		Send: func(nf.Direction, []byte) error { sent++; return nil }})
+		Engine: tea.Config{Timeout: be.timeout}, Send: func(nf.Direction, []byte) error { sent++; return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
