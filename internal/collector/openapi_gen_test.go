@@ -99,12 +99,7 @@ func bodies(method string, op *openapi3.Operation) []string {
 // every request the document says is invalid.
 func TestGeneratedRequestsGetDocumentedAnswers(t *testing.T) {
 	doc := apiDoc(t)
-	c := conformanceCollector(t)
-	fill(t, c.Catalog())
-	if _, err := c.Durable().Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + c.HTTPAddr().String()
+	_, base := filledCollector(t)
 	ctx := context.Background()
 
 	type request struct {

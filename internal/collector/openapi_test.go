@@ -165,6 +165,18 @@ func conformanceCollector(t *testing.T) *Collector {
 	return c
 }
 
+// filledCollector is conformanceCollector with its stores filled and one
+// checkpoint taken (epoch 1, for ?at=); it returns the API's base URL too.
+func filledCollector(t *testing.T) (*Collector, string) {
+	t.Helper()
+	c := conformanceCollector(t)
+	fill(t, c.Catalog())
+	if _, err := c.Durable().Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	return c, "http://" + c.HTTPAddr().String()
+}
+
 // fill writes into every report-fed store through the primitives' own
 // translation, as a translator would: key 42 in each, two paths, entries in
 // list 1, an epoch of the sketch with three keys, and a notification.
@@ -265,12 +277,7 @@ type exchange struct {
 
 func TestEveryAnswerMatchesTheOpenAPIDocument(t *testing.T) {
 	doc := apiDoc(t)
-	c := conformanceCollector(t)
-	fill(t, c.Catalog())
-	if _, err := c.Durable().Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + c.HTTPAddr().String()
+	c, base := filledCollector(t)
 	manyKeys := `{"keys":[` + strings.Repeat(`"0x`+strings.Repeat("ab", 64)+`",`, 40000) + `1]}`
 
 	r, a := readToken, adminToken
