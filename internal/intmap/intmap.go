@@ -230,7 +230,7 @@ type Stats struct {
 	Drops     atomic.Uint64
 	NoFlow    atomic.Uint64 // reports whose inner contents hold no flow
 	Truncated atomic.Uint64 // paths longer than the path store's value holds, cut
-	OutOfTTL  atomic.Uint64 // postcards whose TTL names no hop of the postcard store
+	OutOfTTL  atomic.Uint64 // postcards whose TTL names no hop of the postcard store, or whose node id is outside its value set
 }
 
 // Stats returns the counters.

@@ -197,3 +197,58 @@ func BenchmarkMap(b *testing.B) {
 		w.Map(pkt, 0, discard{})
 	}
 }
+
+// A sink that pushes its own hop onto the stack and also reports its
+// metadata in the header is on the path once and counted once.
+func TestASinkOnTopOfItsOwnStackIsOnThePathOnce(t *testing.T) {
+	m, _ := New(DefaultConfig(), descriptors(t))
+	p := &intreport.Packet{Flow: testFlow, TTL: 60, INTPort: 5000,
+		INT: &intreport.MDHeader{HopML: 3, RemainingHops: 8, Instructions: 0xB000}}
+	for _, id := range []uint32{33, 22, 11} { // the sink 33 on top
+		p.Hops = append(p.Hops, intreport.Metadata{NodeID: id, HopLatency: 10 * id, QueueID: 2})
+	}
+	var c collect
+	m.NewWorker().Map(report(t, 33, p, intreport.Report{Metadata: intreport.Metadata{
+		Bits: intreport.Mask(intreport.BitHopLatency), HopLatency: 330}}), 0, &c)
+	if got := ParsePath(c.of(dta.OpKeyWriteExt)[0].Value); !slices.Equal(got, []uint32{11, 22, 33}) {
+		t.Errorf("path %v, want [11 22 33]", got)
+	}
+	var samples uint64
+	for _, r := range c.of(dta.OpKeyIncrementExt) {
+		if r.Key[0] == KindQueueCount {
+			samples += r.Delta
+		}
+	}
+	if samples != 3 {
+		t.Errorf("%d latency samples for three hops", samples)
+	}
+}
+
+// An intermediate report (I) carries the path so far: it feeds counters but
+// does not replace the flow's path.
+func TestAnIntermediateReportDoesNotReplaceThePath(t *testing.T) {
+	m, _ := New(DefaultConfig(), descriptors(t))
+	p := &intreport.Packet{Flow: testFlow, TTL: 60, INTPort: 5000,
+		INT: &intreport.MDHeader{HopML: 3, RemainingHops: 8, Instructions: 0xB000}, Hops: []intreport.Metadata{{NodeID: 11, HopLatency: 5}}}
+	var c collect
+	m.NewWorker().Map(report(t, 22, p, intreport.Report{Intermediate: true, Metadata: intreport.Metadata{
+		Bits: intreport.Mask(intreport.BitHopLatency), HopLatency: 5}}), 0, &c)
+	if n := len(c.of(dta.OpKeyWriteExt)); n != 0 {
+		t.Errorf("an intermediate report wrote %d paths", n)
+	}
+	if len(c.of(dta.OpKeyIncrementExt)) == 0 {
+		t.Error("an intermediate report fed no counters")
+	}
+}
+
+// A postcard whose node id the postcard store cannot hold (its value set
+// ends at 2^20 - 1 by default) is counted out of range, not written.
+func TestAPostcardOfANodeIDTheStoreCannotHoldIsCounted(t *testing.T) {
+	m, _ := New(DefaultConfig(), descriptors(t))
+	var c collect
+	m.NewWorker().Map(report(t, 1<<20, &intreport.Packet{Flow: testFlow, TTL: 62},
+		intreport.Report{Metadata: intreport.Metadata{Bits: intreport.Mask(intreport.BitHopLatency), HopLatency: 5}}), 0, &c)
+	if n := len(c.of(dta.OpPostcardExt)); n != 0 || m.Stats().OutOfTTL.Load() != 1 {
+		t.Errorf("%d postcards written, %d counted out of range", n, m.Stats().OutOfTTL.Load())
+	}
+}

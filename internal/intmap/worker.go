@@ -116,18 +116,26 @@ func (w *Worker) report(now int64, sink Sink) {
 		}
 	}
 	if own {
-		if stack && len(path) > 0 {
+		// A sink may push its own hop onto the stack as well as report its
+		// metadata in the header: then it is on the path, and counted,
+		// once.
+		onTop := stack && len(path) > 0 && path[len(path)-1] == node
+		if stack && len(path) > 0 && !onTop {
 			path = append(path, node)
 		}
-		flowLatency, sampled = w.sample(&r.Metadata, node, flowLatency, sampled, sink)
+		if !onTop {
+			flowLatency, sampled = w.sample(&r.Metadata, node, flowLatency, sampled, sink)
+		}
 	}
 	if fkey != nil && sampled && m.counter.ok {
 		w.count(FlowKey(w.key[:0], KindFlowLatency, w.flow), flowLatency, sink)
 		w.count(FlowKey(w.key[:0], KindFlowCount, w.flow), 1, sink)
 	}
 
-	// The path, keyed by the flow.
-	if fkey != nil && len(path) > 0 && m.path.ok {
+	// The path, keyed by the flow. An intermediate report (I, from a
+	// transit node) holds the path so far, not the flow's: it does not
+	// replace the path a sink reported.
+	if fkey != nil && len(path) > 0 && m.path.ok && !r.Intermediate {
 		size := m.path.desc.KeyWrite.ValueSize
 		if len(path)*4 > size {
 			path = path[:size/4]
@@ -148,7 +156,8 @@ func (w *Worker) report(now int64, sink Sink) {
 	dropped := r.Dropped || own && r.Metadata.Has(intreport.BitDrop)
 	if fkey != nil && own && !stack && !dropped && m.postcard.ok {
 		hop := w.hopOf(in.TTL)
-		if hop < 1 || hop > m.postcard.desc.Postcard.Hops {
+		pc := &m.postcard.desc.Postcard
+		if hop < 1 || hop > pc.Hops || node < pc.MinValue || node > pc.MaxValue {
 			w.stats.outOfTTL++
 		} else {
 			v := w.val[:4]

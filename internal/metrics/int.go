@@ -13,7 +13,7 @@ var (
 	intDerived   = desc("int_derived_reports_total", "DTA reports derived from INT reports, by part: path, postcard, counter, drop.", "part")
 	intNoFlow    = desc("int_reports_without_flow_total", "INT reports whose inner contents hold no flow (no path, postcard or flow counters for them).")
 	intTruncated = desc("int_paths_truncated_total", "INT paths longer than the path store's value holds, cut to it.")
-	intOutOfTTL  = desc("int_postcards_out_of_range_total", "INT postcards whose TTL names no hop of the postcard store.")
+	intOutOfTTL  = desc("int_postcards_out_of_range_total", "INT postcards whose TTL names no hop of the postcard store, or whose node id is outside its value set (min_value..max_value).")
 	intKernel    = desc("int_udp_kernel_drops_total", "INT report datagrams the kernel dropped on the INT sockets (receive buffer overflow).")
 )
 

@@ -20,6 +20,7 @@ const (
 	MaxHops        = 255
 	ipProtoTCP     = 6
 	ipProtoUDP     = 17
+	ipProtoAH      = 51
 	etherTypeIPv4  = 0x0800
 	etherTypeIPv6  = 0x86DD
 	etherTypeVLAN  = 0x8100
@@ -103,8 +104,10 @@ func ParseInner(t InType, b []byte, det *Detect, in *Inner) error {
 		return nil
 	case InEthernet:
 		return in.ethernet(b, det)
-	case InIPv4, InIPv6:
-		return in.ip(b, det)
+	case InIPv4:
+		return in.ipOf(4, b, det)
+	case InIPv6:
+		return in.ipOf(6, b, det)
 	case InTLV:
 		for len(b) > 0 {
 			if len(b) < 4 {
@@ -118,8 +121,10 @@ func ParseInner(t InType, b []byte, det *Detect, in *Inner) error {
 			switch typ {
 			case 1:
 				return in.ethernet(data, det)
-			case 2, 3:
-				return in.ip(data, det)
+			case 2:
+				return in.ipOf(4, data, det)
+			case 3:
+				return in.ipOf(6, data, det)
 			}
 			b = b[4+n:]
 		}
@@ -140,19 +145,34 @@ func (in *Inner) ethernet(b []byte, det *Detect) error {
 		et, at = binary.BigEndian.Uint16(b[at+2:]), at+4
 	}
 	switch et {
-	case etherTypeIPv4, etherTypeIPv6:
-		return in.ip(b[at:], det)
+	case etherTypeIPv4:
+		return in.ipOf(4, b[at:], det)
+	case etherTypeIPv6:
+		return in.ipOf(6, b[at:], det)
 	}
 	return fmt.Errorf("%w: ethertype %#04x", ErrUnsupported, et)
 }
 
+// ipOf reads an IP header that its container (the inner type, TLV type or
+// ethertype) says is of version v: a header of the other version is
+// malformed, not read as what it claims.
+func (in *Inner) ipOf(v byte, b []byte, det *Detect) error {
+	if len(b) > 0 && b[0]>>4 != v {
+		return fmt.Errorf("%w: IPv%d contents with an IP version %d header", ErrInner, v, b[0]>>4)
+	}
+	return in.ip(b, det)
+}
+
 // ip reads an IPv4 or IPv6 header (by its version nibble) and what follows.
+// A fragment other than the first has no L4 header: its flow has no ports
+// and no INT is looked for.
 func (in *Inner) ip(b []byte, det *Detect) error {
 	if len(b) < 1 {
 		return fmt.Errorf("%w: empty IP packet", ErrInner)
 	}
 	var proto, dscp uint8
 	var l4 []byte
+	later := false // a fragment other than the first
 	switch b[0] >> 4 {
 	case 4:
 		if len(b) < 20 {
@@ -163,9 +183,16 @@ func (in *Inner) ip(b []byte, det *Detect) error {
 			return fmt.Errorf("%w: IPv4 IHL %d", ErrInner, ihl)
 		}
 		dscp, in.TTL, proto = b[1]>>2, b[8], b[9]
+		later = binary.BigEndian.Uint16(b[6:])&0x1FFF != 0
 		in.Flow.Src = netip.AddrFrom4([4]byte(b[12:16]))
 		in.Flow.Dst = netip.AddrFrom4([4]byte(b[16:20]))
 		l4 = b[ihl:]
+		if proto == ipProtoAH && !later { // IPsec AH (RFC 4302): skipped as IPv6 skips it
+			if len(l4) < 8 || (int(l4[1])+2)*4 > len(l4) {
+				return fmt.Errorf("%w: authentication header", ErrInner)
+			}
+			proto, l4 = l4[0], l4[(int(l4[1])+2)*4:]
+		}
 	case 6:
 		if len(b) < 40 {
 			return fmt.Errorf("%w: IPv6 header of %d bytes", ErrInner, len(b))
@@ -175,13 +202,17 @@ func (in *Inner) ip(b []byte, det *Detect) error {
 		in.Flow.Src = netip.AddrFrom16([16]byte(b[8:24]))
 		in.Flow.Dst = netip.AddrFrom16([16]byte(b[24:40]))
 		l4 = b[40:]
-		for i := 0; i < maxIPv6ExtHdrs && isIPv6Ext(proto); i++ {
+		for i := 0; i < maxIPv6ExtHdrs && isIPv6Ext(proto) && !later; i++ {
 			if len(l4) < 8 {
 				return fmt.Errorf("%w: IPv6 extension header", ErrInner)
 			}
 			n := 8 + int(l4[1])*8
-			if proto == 44 { // fragment header: fixed 8 bytes
+			switch proto {
+			case 44: // fragment header: fixed 8 bytes
 				n = 8
+				later = later || binary.BigEndian.Uint16(l4[2:])>>3 != 0
+			case ipProtoAH: // its length counts 4-byte words, minus 2 (RFC 4302)
+				n = (int(l4[1]) + 2) * 4
 			}
 			if n > len(l4) {
 				return fmt.Errorf("%w: IPv6 extension header of %d bytes", ErrInner, n)
@@ -192,10 +223,16 @@ func (in *Inner) ip(b []byte, det *Detect) error {
 		return fmt.Errorf("%w: IP version %d", ErrInner, b[0]>>4)
 	}
 	in.Flow.Proto, in.HasFlow = proto, true
+	if later {
+		return nil
+	}
 	return in.l4(proto, dscp, l4, det)
 }
 
-func isIPv6Ext(p uint8) bool { return p == 0 || p == 43 || p == 44 || p == 60 }
+// isIPv6Ext reports the extension headers skipped to reach the L4 header:
+// hop-by-hop, routing, fragment, authentication (AH) and destination
+// options. ESP is not: what follows it is encrypted.
+func isIPv6Ext(p uint8) bool { return p == 0 || p == 43 || p == 44 || p == ipProtoAH || p == 60 }
 
 // l4 reads the TCP or UDP header (the truncated packet may end before it:
 // then the flow has no ports) and an INT shim and header after it.
@@ -223,16 +260,19 @@ func (in *Inner) l4(proto, dscp uint8, b []byte, det *Detect) error {
 		return nil
 	}
 	payload := b[hdr:]
+	// Once a marking is configured, only packets it marks carry INT: a UDP
+	// destination port marks UDP packets only, so with ports alone a TCP
+	// packet is never INT.
 	marked, explicit := false, false
 	if det != nil {
 		if det.DSCPMask != 0 {
 			explicit = true
 			marked = dscp&det.DSCPMask == det.DSCPValue
 		}
-		if proto == ipProtoUDP && len(det.UDPPorts) > 0 {
+		if len(det.UDPPorts) > 0 {
 			explicit = true
 			for _, p := range det.UDPPorts {
-				marked = marked || p == in.Flow.DstPort
+				marked = marked || proto == ipProtoUDP && p == in.Flow.DstPort
 			}
 		}
 	}
@@ -295,16 +335,22 @@ func (in *Inner) int(b []byte, proto uint8, heuristic bool) (int, error) {
 			return bad("a stack of %d bytes with Hop ML 0", len(stack))
 		case n != 0 && MetadataLen(md.Instructions) > n:
 			return bad("Hop ML %d words, the instructions take %d bytes", md.HopML, MetadataLen(md.Instructions))
-		case n != 0 && len(stack)%n != 0:
-			// Source-only domain specific metadata would make the stack
-			// longer than whole hops; its size is domain specific.
+		case n != 0 && len(stack)%n != 0 && md.DomainID == 0 && md.DSInstruction == 0 && md.DSFlags == 0:
+			// Only source-only domain specific metadata may make the stack
+			// longer than whole hops, and without domain fields there is
+			// none.
 			if heuristic {
 				return 0, nil
 			}
 			return 0, fmt.Errorf("%w: %d bytes, hops of %d", ErrINTStack, len(stack), n)
 		}
 		if n != 0 {
+			// With domain fields, what is left past whole hops is the
+			// source's source-only domain specific metadata (INT v2.1), at
+			// the bottom of the stack: not a hop. (Source-only metadata of
+			// a multiple of Hop ML reads as hops: its size is the domain's.)
 			hops = len(stack) / n
+			stack = stack[:hops*n]
 		}
 	} else if total != MXHeaderLen && heuristic {
 		return 0, nil
