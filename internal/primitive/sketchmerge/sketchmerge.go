@@ -49,6 +49,11 @@ const CounterSize = 8
 // HeaderSize is the bytes of tag words before the copies.
 const HeaderSize = 64
 
+// LastEpoch is the last epoch number: after it no epoch is prepared, and
+// epochs do not wrap to 0 (a report of epoch 0 after it is of a closed
+// epoch). At one epoch a second that is 136 years.
+const LastEpoch = 1<<32 - 1
+
 // Epoch limits.
 const (
 	MinEpochs = 3
@@ -205,6 +210,7 @@ func (o *Opener) Accept(e uint32) (open bool, err error) {
 
 // Open appends to b what opening epoch e writes: a clear of e's copy unless
 // it was prepared ahead, e's tag, and the clear of e+1's copy with its tag.
+// The last epoch, LastEpoch, has no next one to prepare: epochs do not wrap.
 // Apply b before any counter of e is added.
 func (o *Opener) Open(b batch, store uint16, e uint32) {
 	s := o.spec
@@ -212,9 +218,12 @@ func (o *Opener) Open(b batch, store uint16, e uint32) {
 		o.clear(b, store, e)
 	}
 	b.Write(store, s.TagOffset(s.Copy(e)), tagBytes(&o.tags, s.Copy(e), e))
-	o.clear(b, store, e+1)
-	b.Write(store, s.TagOffset(s.Copy(e+1)), tagBytes(&o.tags, s.Copy(e+1), e+1))
-	o.opened, o.any, o.prep, o.hasPre = e, true, e+1, true
+	o.opened, o.any, o.hasPre = e, true, false
+	if e != LastEpoch {
+		o.clear(b, store, e+1)
+		b.Write(store, s.TagOffset(s.Copy(e+1)), tagBytes(&o.tags, s.Copy(e+1), e+1))
+		o.prep, o.hasPre = e+1, true
+	}
 }
 
 // Restarted appends to b what the store must be written to hold the newest

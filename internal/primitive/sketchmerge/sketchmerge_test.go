@@ -267,3 +267,29 @@ func TestARestartedStoreGetsTheOpenEpochBackWithoutLosingCounters(t *testing.T) 
 		})
 	}
 }
+
+// The last epoch (2^32-1) opens with nothing prepared after it: the epochs
+// before it read as closed, it reads as open, and epoch 0 does not follow.
+func TestTheLastEpochPreparesNoNextOne(t *testing.T) {
+	g := sketch.Geometry{Rows: 2, Columns: 64, Kind: sketch.CountMin}
+	st, mem := newStore(t, g)
+	spec := st.Spec()
+	o := NewOpener(&spec)
+	one, _ := sketch.New(g)
+	one.Update([]byte("k"), 3)
+	flush(t, &spec, o, mem, LastEpoch-1, one)
+	flush(t, &spec, o, mem, LastEpoch, one)
+	eps, _ := st.Epochs()
+	if !slices.Equal(eps, []EpochInfo{{LastEpoch - 1, "closed"}, {LastEpoch, "open"}}) {
+		t.Errorf("epochs %+v, want %d closed and %d open", eps, uint32(LastEpoch-1), uint32(LastEpoch))
+	}
+	if l, _ := st.Latest(); l != LastEpoch-1 {
+		t.Errorf("latest %d, want %d", l, uint32(LastEpoch-1))
+	}
+	if v, _ := st.Estimate(LastEpoch-1, []byte("k")); v != 3 {
+		t.Errorf("epoch %d estimate %d, want 3", uint32(LastEpoch-1), v)
+	}
+	if _, err := o.Accept(0); !errors.Is(err, ErrOldEpoch) {
+		t.Errorf("epoch 0 after the last: %v, want ErrOldEpoch", err)
+	}
+}

@@ -57,10 +57,15 @@ func (s *Store) Epochs() ([]EpochInfo, error) {
 	slices.Sort(tags)
 	out := make([]EpochInfo, 0, len(tags))
 	// The highest tag is the prepared copy (cleared ahead), the one below it
-	// the open epoch; a store written by a translator always has both.
+	// the open epoch; a store written by a translator always has both, but
+	// for the last epoch, which has no next one to prepare.
+	last := len(tags) > 0 && tags[len(tags)-1] == Tag(LastEpoch)
 	for i, t := range tags {
 		st := "closed"
 		switch {
+		case last && i == len(tags)-1:
+			st = "open"
+		case last:
 		case i == len(tags)-1 && len(tags) > 1:
 			st = "prepared"
 		case i == len(tags)-2 || len(tags) == 1:
