@@ -13,8 +13,9 @@ import (
 	"github.com/dta-go/dta/wire/dta"
 )
 
-// errHopValueSize is returned for an extended postcard whose value is wider
-// than a hop slot.
+// errHopValueSize is returned for an extended postcard whose value, as a
+// big-endian number, does not fit the 4 bytes a chunk holds per hop (its
+// length may be up to 8 bytes: leading zeros are fine).
 var errHopValueSize = errors.New("hop value wider than a slot")
 
 // Worker translates datagrams for one goroutine. It owns its decoder state and

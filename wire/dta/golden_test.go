@@ -33,10 +33,10 @@ func goldens() []golden {
 		// two's-complement int64 counters.
 		{
 			name: "a Sketch-Merge report carries store, epoch, row, count, column and signed 64-bit counters",
-			hex: "15 09 00 | 0006 | 0000002a | 03 | 0003 | 00000100 |" +
+			hex: "15 09 00 | 000a | 0000002a | 03 | 0003 | 00000100 |" +
 				" 0000000000000005 0000000000000000 fffffffffffffffe",
 			header: dta.Header{Opcode: dta.OpSketchExt, Seq: 9},
-			reports: []dta.Report{{Opcode: dta.OpSketchExt, Store: 6, Epoch: 42, Row: 3, Column: 256,
+			reports: []dta.Report{{Opcode: dta.OpSketchExt, Store: 10, Epoch: 42, Row: 3, Column: 256,
 				Value: []byte{0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe}}},
 		},
 		{
@@ -139,10 +139,10 @@ func goldens() []golden {
 		// Extended formats.
 		{
 			name:   "an extended Key-Write carries store, N, key length, value length, an IPv4 5-tuple key and the value",
-			hex:    "11 01 40 | 0007 | 02 | 0d | 0008 | " + fiveTupleV4 + " | 0102030405060708",
+			hex:    "11 01 40 | 0001 | 02 | 0d | 0008 | " + fiveTupleV4 + " | 0102030405060708",
 			header: dta.Header{Opcode: dta.OpKeyWriteExt, Seq: 1, Flags: dta.FlagRetransmit},
 			reports: []dta.Report{{
-				Opcode: dta.OpKeyWriteExt, Store: 7, Redundancy: 2,
+				Opcode: dta.OpKeyWriteExt, Store: 1, Redundancy: 2,
 				Key:   []byte{10, 0, 0, 1, 10, 0, 0, 2, 0x13, 0x88, 0, 0x50, 6},
 				Value: []byte{1, 2, 3, 4, 5, 6, 7, 8},
 			}},
@@ -163,18 +163,18 @@ func goldens() []golden {
 		},
 		{
 			name:   "an extended Key-Increment carries store, N, key length, the 64-bit delta, then the key",
-			hex:    "13 02 00 | 0001 | 01 | 04 | 000000000000000a | deadbeef",
+			hex:    "13 02 00 | 0002 | 01 | 04 | 000000000000000a | deadbeef",
 			header: dta.Header{Opcode: dta.OpKeyIncrementExt, Seq: 2},
 			reports: []dta.Report{{
-				Opcode: dta.OpKeyIncrementExt, Store: 1, Redundancy: 1,
+				Opcode: dta.OpKeyIncrementExt, Store: 2, Redundancy: 1,
 				Key: []byte{0xde, 0xad, 0xbe, 0xef}, Delta: 10,
 			}},
 		},
 		{
 			name:    "an extended Append carries store, list id, value length and the entry",
-			hex:     "12 03 00 | 0002 | 00000009 | 0003 | aabbcc",
+			hex:     "12 03 00 | 0004 | 00000009 | 0003 | aabbcc",
 			header:  dta.Header{Opcode: dta.OpAppendExt, Seq: 3},
-			reports: []dta.Report{{Opcode: dta.OpAppendExt, Store: 2, List: 9, Value: []byte{0xaa, 0xbb, 0xcc}}},
+			reports: []dta.Report{{Opcode: dta.OpAppendExt, Store: 4, List: 9, Value: []byte{0xaa, 0xbb, 0xcc}}},
 		},
 		{
 			name:   "an extended Postcard carries store, hop, path length, key length, value length, key, value",
@@ -211,11 +211,11 @@ func goldens() []golden {
 		},
 		{
 			name:   "a batch of a compat Key-Write and an extended Append (docs/PROTOCOL.md)",
-			hex:    "20 05 40 | 02 | 01 0009 | 04 00000001 000000ff | 12 000b | 0002 00000009 0003 aabbcc",
+			hex:    "20 05 40 | 02 | 01 0009 | 04 00000001 000000ff | 12 000b | 0004 00000009 0003 aabbcc",
 			header: dta.Header{Opcode: dta.OpBatch, Seq: 5, Flags: dta.FlagRetransmit},
 			reports: []dta.Report{
 				{Opcode: dta.OpKeyWrite, Redundancy: 4, Key: []byte{0, 0, 0, 1}, Value: []byte{0, 0, 0, 0xff}},
-				{Opcode: dta.OpAppendExt, Store: 2, List: 9, Value: []byte{0xaa, 0xbb, 0xcc}},
+				{Opcode: dta.OpAppendExt, Store: 4, List: 9, Value: []byte{0xaa, 0xbb, 0xcc}},
 			},
 		},
 		{

@@ -116,16 +116,21 @@ var (
 	ErrPathLen = errors.New("path length beyond the store's hops")
 )
 
-// ParseValue interprets a hop value of 1..4 bytes as a big-endian number.
+// ParseValue interprets a hop value of 1..8 bytes (the wire's MaxHopValue)
+// as a big-endian number. A number that does not fit the 4 bytes a chunk
+// holds per hop is outside every value set: ErrValue.
 func ParseValue(b []byte) (uint32, error) {
-	if len(b) < 1 || len(b) > SlotSize {
+	if len(b) < 1 || len(b) > 8 {
 		return 0, ErrValue
 	}
-	var v uint32
+	var v uint64
 	for _, c := range b {
-		v = v<<8 | uint32(c)
+		v = v<<8 | uint64(c)
 	}
-	return v, nil
+	if v > 1<<32-1 {
+		return 0, ErrValue
+	}
+	return uint32(v), nil
 }
 
 // encodeChunk fills dst (ChunkSize bytes) with the encoded chunk of a path:

@@ -601,14 +601,16 @@ func TestSpec(t *testing.T) {
 			t.Errorf("crc32 ChunksFor(1MiB) = %d", got)
 		}
 	})
-	t.Run("ParseValue reads 1 to 4 big-endian bytes", func(t *testing.T) {
+	t.Run("ParseValue reads 1 to 8 big-endian bytes of a number below 2^32", func(t *testing.T) {
 		for _, tt := range []struct {
 			in   []byte
 			want uint32
 			ok   bool
 		}{
 			{[]byte{7}, 7, true}, {[]byte{1, 2}, 0x102, true}, {[]byte{1, 2, 3, 4}, 0x01020304, true},
-			{nil, 0, false}, {[]byte{1, 2, 3, 4, 5}, 0, false},
+			{[]byte{0, 0, 0, 0, 0, 0, 0, 42}, 42, true}, {[]byte{0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF}, 0xFFFFFFFF, true},
+			{nil, 0, false}, {[]byte{1, 2, 3, 4, 5}, 0, false}, {[]byte{0, 0, 0, 1, 0, 0, 0, 0}, 0, false},
+			{make([]byte, 9), 0, false},
 		} {
 			got, err := postcard.ParseValue(tt.in)
 			if (err == nil) != tt.ok || got != tt.want {
