@@ -26,7 +26,7 @@ const (
 	etherTypeVLAN  = 0x8100
 	etherTypeQinQ  = 0x88A8
 	maxVLANTags    = 2
-	maxIPv6ExtHdrs = 4
+	maxIPv6ExtHdrs = 8 // RFC 8200 §4.1: each type once, destination options twice, and AH
 )
 
 // Flow is the 5-tuple of a truncated packet.

@@ -42,6 +42,24 @@ func TestInnerPacketsAreReadAsTheirHeadersSay(t *testing.T) {
 		out[6] = 44
 		return append(out, b[40:]...)
 	}
+	// v6Chain puts hop-by-hop, destination options, routing, a first
+	// fragment (offset 0) and AH headers after the fixed header, in RFC
+	// 8200's order.
+	v6Chain := func(b []byte) []byte {
+		next := b[6]
+		out := bytes.Clone(b[:40])
+		out[6] = 0
+		for _, h := range [][]byte{
+			{60, 0, 1, 4, 0, 0, 0, 0},               // hop-by-hop, then destination options (PadN)
+			{43, 0, 1, 4, 0, 0, 0, 0},               // destination options, then routing
+			{44, 0, 4, 0, 0, 0, 0, 0},               // routing type 4, segments left 0, then fragment
+			{51, 0, 0, 0, 0, 0, 0, 7},               // fragment offset 0, M 0, then AH
+			{next, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1}, // AH, 12 bytes
+		} {
+			out = append(out, h...)
+		}
+		return append(out, b[40:]...)
+	}
 	// Source-only metadata: one word more than whole hops of two words
 	// (node id, hop latency), with or without a domain id.
 	sourceOnly := func(domain uint16) []byte {
@@ -72,6 +90,7 @@ func TestInnerPacketsAreReadAsTheirHeadersSay(t *testing.T) {
 		{"a later IPv6 fragment has no ports and no INT", InIPv6, v6Fragment(pkt(v6, md, 5000)), Detect{},
 			nil, Flow{Src: v6.Src, Dst: v6.Dst, Proto: ipProtoUDP}, -1, true},
 		{"INT behind an IPv6 authentication header is found", InIPv6, withAH(pkt(v6, md, 5000), 40, 6), Detect{}, nil, v6, 2, true},
+		{"INT behind five IPv6 extension headers is found", InIPv6, v6Chain(pkt(v6, md, 5000)), Detect{}, nil, v6, 2, true},
 		{"INT behind an IPv4 authentication header is found", InIPv4, withAH(pkt(v4, md, 5000), 20, 9), Detect{}, nil, v4, 2, true},
 		{"with UDP ports marking INT, a TCP packet carries none", InIPv4,
 			pkt(Flow{Src: v4.Src, Dst: v4.Dst, SrcPort: 1, DstPort: 2, Proto: ipProtoTCP}, md, 0), Detect{UDPPorts: []uint16{5000}},
