@@ -127,9 +127,13 @@
 //
 // The ICRC covers the IPv4 ID and DF bit, which a UDP socket neither sets
 // nor shows. Both ends use unconnected sockets with IP_PMTUDISC_DO, so
-// Linux sends IPv4 packets with DF and ID 0, and both compute and verify
-// ICRCs for that header (rxe and hardware RNICs vary the ID: checking
-// their packets would need the IP header). The responder learns each
+// Linux sends IPv4 packets with DF and ID 0, and both compute ICRCs for
+// that header. rxe and RDMA NICs number their packets: a received packet
+// whose trailer does not match ID 0 with DF is checked against the ID and
+// DF bit its trailer implies (roce.ICRCCache.VerifyAnyID solves for them;
+// the ICRC is affine in those 17 bits), counted as ForeignIPID, so such
+// peers are served; a corrupted packet then passes with odds of about
+// 2^-15 rather than 2^-32. The responder learns each
 // packet's destination address with IP_PKTINFO and answers from it, so a
 // wildcard bind works on a multi-homed host; the requester binds the
 // source address its route to the collector picks. Responses go to the

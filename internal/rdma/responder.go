@@ -886,16 +886,31 @@ func (l *loop) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 	// from its 8- and 2-byte stores (a store-forwarding stall per packet).
 	env := &l.env
 	env.Src, env.Dst, env.SrcPort, env.DstPort = from.Addr(), dst, from.Port(), r.local.Port()
-	if err := l.icrc.Verify(env, b); err != nil {
+	// A socket does not show the IPv4 ID and DF bit the ICRC covers: a
+	// packet that does not match ID 0 with DF (dta's senders) is checked
+	// against the ID and DF bit its trailer implies (a NIC's, rxe's).
+	if id, df, err := l.icrc.VerifyAnyID(env, b); err != nil {
 		if err == roce.ErrICRC {
 			st.BadICRC.Add(1)
 		} else {
 			st.Malformed.Add(1)
 		}
 		return
+	} else if id != env.ID || df == env.NoDF {
+		st.ForeignIPID.Add(1)
 	}
 	p := &l.pkt
 	if err := p.Decode(b); err != nil {
+		st.Malformed.Add(1)
+		return
+	}
+	// Every QP here, QP1 included, is in the default partition (P_Key
+	// 0xFFFF): a P_Key of another partition does not match (IBA: the low 15
+	// bits must be equal) and, as a NIC does, the packet is dropped unseen.
+	// So is a packet of another transport than the QP's: UD only to QP1
+	// (the CM), RC to every other.
+	if p.BTH.PKey&0x7FFF != roce.DefaultPKey&0x7FFF ||
+		(p.BTH.DestQP == roce.GSIQP) != (p.BTH.Opcode>>5 == roce.OpUDSendOnly>>5) {
 		st.Malformed.Add(1)
 		return
 	}

@@ -143,7 +143,7 @@ func TestHostileRequestsChangeNothing(t *testing.T) {
 
 	// Silent drops: wrong QP, bad ICRC, garbage, another address.
 	wrongQP := writeOnly(rw.VA, rw.RKey, four, true)
-	wrongQP.BTH.DestQP, wrongQP.BTH.PSN = p.rqpn^0x77, p.psn
+	wrongQP.BTH.DestQP, wrongQP.BTH.PSN, wrongQP.BTH.PKey = p.rqpn^0x77, p.psn, roce.DefaultPKey
 	u := st.UnknownQP.Load()
 	p.send(&wrongQP)
 	bad := writeOnly(rw.VA, rw.RKey, four, true)
@@ -160,6 +160,14 @@ func TestHostileRequestsChangeNothing(t *testing.T) {
 	p.sendBytes(nil)
 	junk := bytes.Repeat([]byte{0xEE}, 40)
 	p.sendBytes(junk)
+	// Another partition, and a UD opcode to an RC QP: dropped as a NIC drops
+	// them, unanswered (a NAK would be a reply to a packet not for this QP).
+	otherPart := writeOnly(rw.VA, rw.RKey, four, true)
+	otherPart.BTH.DestQP, otherPart.BTH.PSN, otherPart.BTH.PKey = p.rqpn, p.psn, 0x1234
+	p.send(&otherPart)
+	ud := roce.Packet{BTH: roce.BTH{Opcode: roce.OpUDSendOnly, AckReq: true, DestQP: p.rqpn, PKey: roce.DefaultPKey, PSN: p.psn},
+		DETH: roce.DETH{QKey: roce.GSIQKey, SrcQP: 1}, Payload: make([]byte, 256)}
+	p.send(&ud)
 	other := newRawPeer(t, h.resp.LocalAddr())
 	other.rqpn, other.psn = p.rqpn, p.psn
 	other.request(writeOnly(rw.VA, rw.RKey, four, true))
@@ -170,8 +178,8 @@ func TestHostileRequestsChangeNothing(t *testing.T) {
 	if d := st.BadICRC.Load() - ic; d != 3 {
 		t.Errorf("bad ICRC drops %d, want 3 (trailer, payload, junk)", d)
 	}
-	if d := st.Malformed.Load() - mal; d != 2 {
-		t.Errorf("malformed drops %d, want 2", d)
+	if d := st.Malformed.Load() - mal; d != 4 {
+		t.Errorf("malformed drops %d, want 4 (5 bytes, empty, another partition, UD to RC)", d)
 	}
 	h.unchanged(t)
 

@@ -446,9 +446,13 @@ func (r *Requester) handle(b []byte, from netip.AddrPort) {
 		r.stats.Stray.Add(1)
 		return
 	}
-	if err := r.icrc.Verify(&r.in, b); err != nil {
+	// A responder that is an RDMA NIC numbers its IPv4 packets; the
+	// socket shows neither the ID nor DF, so the trailer gives them.
+	if id, df, err := r.icrc.VerifyAnyID(&r.in, b); err != nil {
 		r.stats.BadICRC.Add(1)
 		return
+	} else if id != r.in.ID || df == r.in.NoDF {
+		r.stats.ForeignIPID.Add(1)
 	}
 	p := &r.pkt
 	if p.Decode(b) != nil {

@@ -43,10 +43,14 @@ type Stats struct {
 	OpsFailed            atomic.Uint64 // ops refused by the responder (class C NAK): dropped
 	OpsLost              atomic.Uint64 // packets unacknowledged when the connection went down
 
-	BadICRC   atomic.Uint64 // received packets with a wrong ICRC
-	Stray     atomic.Uint64 // received packets from another address, for another QP or undecodable
-	Connects  atomic.Uint64 // connections established, the first included
-	Reconnect atomic.Uint64 // connections lost (timeouts, DREQ, REJ)
+	BadICRC atomic.Uint64 // received packets with a wrong ICRC
+	// ForeignIPID counts received packets whose ICRC matched with an IPv4
+	// ID and DF bit recovered from it: an RDMA NIC's responses (dta's own
+	// responder sends ID 0 with DF).
+	ForeignIPID atomic.Uint64
+	Stray       atomic.Uint64 // received packets from another address, for another QP or undecodable
+	Connects    atomic.Uint64 // connections established, the first included
+	Reconnect   atomic.Uint64 // connections lost (timeouts, DREQ, REJ)
 
 	InFlight atomic.Int64  // packets in the window now
 	SendPSN  atomic.Uint32 // next PSN to send

@@ -22,6 +22,8 @@ type ICRCCache struct {
 	ents [icrcCacheWays]icrcPrefix
 	last uint8 // the way of the last hit or fill, tried first
 	next uint8 // the way the next miss replaces (round robin)
+	// ids are VerifyAnyID's solvers by UDP payload length (ipid.go).
+	ids map[int]*idSolver
 }
 
 // icrcCacheWays is the number of prefixes kept: enough for a connection's

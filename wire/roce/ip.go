@@ -46,9 +46,9 @@ func SourcePort(lqpn, rqpn uint32) uint16 {
 // its sender choose nor shows its receiver. A sender must describe here what
 // its kernel will send: Linux gives DF packets of an unconnected UDP socket
 // ID 0 (IP_PMTUDISC_DO makes every packet DF), but those of a connected
-// socket a per-socket counter. A receiver on a socket can check the ICRC only
-// of senders known to do that (ID 0 + DF); rxe and RNICs vary the ID, so
-// checking their packets needs the IP header (raw or packet socket).
+// socket a per-socket counter. A receiver on a socket checks the ICRC of
+// senders known to do that (ID 0 + DF) with Verify; rxe and RNICs vary the
+// ID, and ICRCCache.VerifyAnyID recovers it (and DF) from the trailer.
 type Envelope struct {
 	Src, Dst     netip.Addr // both IPv4 or both IPv6; an IPv4-mapped address is IPv6 here (Unmap it, as GID.Addr does)
 	SrcPort      uint16     // flow entropy, see SourcePort
