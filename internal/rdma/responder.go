@@ -909,8 +909,9 @@ func (l *loop) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 	// bits must be equal) and, as a NIC does, the packet is dropped unseen.
 	// So is a packet of another transport than the QP's: UD only to QP1
 	// (the CM), RC to every other.
+	transport := p.BTH.Opcode >> 5 // 0: RC, 3: UD
 	if p.BTH.PKey&0x7FFF != roce.DefaultPKey&0x7FFF ||
-		(p.BTH.DestQP == roce.GSIQP) != (p.BTH.Opcode>>5 == roce.OpUDSendOnly>>5) {
+		p.BTH.DestQP == roce.GSIQP && transport != roce.OpUDSendOnly>>5 || p.BTH.DestQP != roce.GSIQP && transport != 0 {
 		st.Malformed.Add(1)
 		return
 	}
