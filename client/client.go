@@ -78,34 +78,15 @@ func (c *Client) do(ctx context.Context, method, u string, body any, out any) er
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil
 	}
-	answer := &boundedBody{r: resp.Body, left: c.maxResponse}
-	if err := json.NewDecoder(answer).Decode(out); err != nil {
-		if answer.over {
+	// http.MaxBytesReader bounds a body (any body: it needs no
+	// ResponseWriter) and says when the bound was hit.
+	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, c.maxResponse)).Decode(out); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return fmt.Errorf("%s %s: the answer is larger than %d bytes (client.WithMaxResponseBytes)", method, u, c.maxResponse)
 		}
 		return fmt.Errorf("%s %s: decode answer: %w", method, u, err)
 	}
 	return nil
-}
-
-// boundedBody reads at most left bytes of an answer, then fails, noting it.
-type boundedBody struct {
-	r    io.Reader
-	left int64
-	over bool
-}
-
-func (b *boundedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		b.over = true
-		return 0, errors.New("answer too large")
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.r.Read(p)
-	b.left -= int64(n)
-	return n, err
 }
 
 // send sends a request and returns a 2xx response, or the server's *Error.

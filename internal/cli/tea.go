@@ -106,8 +106,12 @@ func teaPct(p float64, digits int) string {
 	return strconv.FormatFloat(100*p, 'f', digits, 64) + " %"
 }
 
-// teaFloats parses a comma-separated list of floats.
+// teaFloats parses a comma-separated list of floats; an empty list is a
+// usage error naming flag.
 func teaFloats(flag string, in []string) ([]float64, error) {
+	if len(in) == 0 {
+		return nil, usageError("%s: none given", flag)
+	}
 	out := make([]float64, 0, len(in))
 	for _, s := range in {
 		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)

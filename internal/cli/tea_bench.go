@@ -248,9 +248,6 @@ func (o *teaBenchOptions) stashConfig() (teabench.StashConfig, error) {
 	if err != nil {
 		return c, err
 	}
-	if len(loads) == 0 {
-		return c, usageError("--loads: none given")
-	}
 	for i, l := range loads {
 		if err := checkFloat("loads", l, 0, 1); err != nil || l == 0 {
 			return c, usageError("--loads: %v out of range (0, 1]", l)
@@ -314,9 +311,6 @@ func (o *teaBenchOptions) balanceConfig() (teabench.BalanceConfig, error) {
 	alphas, err := teaFloats("--alphas", o.alphas)
 	if err != nil {
 		return c, err
-	}
-	if len(alphas) == 0 {
-		return c, usageError("--alphas: none given")
 	}
 	for _, a := range alphas {
 		if err := checkFloat("alphas", a, 0, 10); err != nil {

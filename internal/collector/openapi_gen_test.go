@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -158,7 +159,7 @@ func TestGeneratedRequestsGetDocumentedAnswers(t *testing.T) {
 				for _, v := range vals {
 					switch p.In {
 					case "path":
-						pv := maps(pathVals)
+						pv := maps.Clone(pathVals)
 						pv[p.Name] = v
 						reqs = append(reqs, request{method, expand(pv), base.Encode(), body})
 					case "query":
@@ -271,12 +272,4 @@ func storeBound(body []byte) bool {
 		return false
 	}
 	return e.Field == "n" || e.Field == "threshold" || e.Field == "first" || strings.HasSuffix(e.Error, "given twice")
-}
-
-func maps(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

@@ -91,9 +91,16 @@ const maxIDSolvers = 64
 // the trailer valid and returns them, or ErrICRC when none does. Over IPv6,
 // and for errors other than ErrICRC, it is Verify.
 func (c *ICRCCache) VerifyAnyID(e *Envelope, udpPayload []byte) (id uint16, df bool, err error) {
-	err = c.Verify(e, udpPayload)
-	if err != ErrICRC || !e.Src.Is4() || !e.Dst.Is4() {
-		return e.ID, !e.NoDF, err
+	crc, err := c.ICRC(e, udpPayload)
+	if err != nil {
+		return 0, false, err
+	}
+	trailer := binary.LittleEndian.Uint32(udpPayload[len(udpPayload)-ICRCLen:])
+	if crc == trailer {
+		return e.ID, !e.NoDF, nil
+	}
+	if !e.Src.Is4() || !e.Dst.Is4() {
+		return 0, false, ErrICRC
 	}
 	s := c.ids[len(udpPayload)]
 	if s == nil {
@@ -105,13 +112,17 @@ func (c *ICRCCache) VerifyAnyID(e *Envelope, udpPayload []byte) (id uint16, df b
 		}
 		c.ids[len(udpPayload)] = s
 	}
-	f := *e
-	f.ID, f.NoDF = 0, false
-	base, err := c.ICRC(&f, udpPayload)
-	if err != nil {
-		return 0, false, err
+	// The solver's differences are from ID 0 with DF, what e says for
+	// every socket receiver; another e needs that ICRC computed.
+	base := crc
+	if e.ID != 0 || e.NoDF {
+		f := *e
+		f.ID, f.NoDF = 0, false
+		if base, err = c.ICRC(&f, udpPayload); err != nil {
+			return 0, false, err
+		}
 	}
-	m, ok := s.solve(base ^ binary.LittleEndian.Uint32(udpPayload[len(udpPayload)-ICRCLen:]))
+	m, ok := s.solve(base ^ trailer)
 	if !ok {
 		return 0, false, ErrICRC
 	}
