@@ -133,7 +133,10 @@
 // DF bit its trailer implies (roce.ICRCCache.VerifyAnyID solves for them;
 // the ICRC is affine in those 17 bits), counted as ForeignIPID, so such
 // peers are served; a corrupted packet then passes with odds of about
-// 2^-15 rather than 2^-32. The responder learns each
+// 2^-15 rather than 2^-32. The AF_XDP path reads the ID and DF bit from
+// each frame's header and checks them exactly (VerifyID, 2^-32). A
+// capture shows such a packet with its own ID and DF bit, and so with the
+// ICRC it arrived with. The responder learns each
 // packet's destination address with IP_PKTINFO and answers from it, so a
 // wildcard bind works on a multi-homed host; the requester binds the
 // source address its route to the collector picks. Responses go to the

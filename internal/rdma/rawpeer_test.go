@@ -37,6 +37,13 @@ func newRawPeer(t testing.TB, to netip.AddrPort) *rawPeer {
 	if to.Addr().Is6() {
 		host = "::1"
 	}
+	return newRawPeerAt(t, host, to)
+}
+
+// newRawPeerAt is newRawPeer with its socket bound to host (an address of
+// the namespace it is called in).
+func newRawPeerAt(t testing.TB, host string, to netip.AddrPort) *rawPeer {
+	t.Helper()
 	s, err := sock.Listen(net.JoinHostPort(host, "0"), 1<<20, 0)
 	if err != nil {
 		t.Fatal(err)

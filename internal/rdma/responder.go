@@ -127,8 +127,11 @@ type loop struct {
 	// responses to a QP whose requests came over a known link leave
 	// there (queueQP). link is the request being handled's link, set by
 	// xdpIngest for the duration of its handle, nil otherwise.
-	xtx   *xdp.Transmitter
-	link  *xdp.Link
+	xtx  *xdp.Transmitter
+	link *xdp.Link
+	// ip is the IPv4 ID and DF bit of the request being handled when its
+	// frame showed them (AF_XDP, set with link); a socket shows neither.
+	ip    ipv4ID
 	qps   map[uint32]*qp // the QPs this loop owns
 	dirty []*qp          // QPs with an ACK to send at the end of the batch
 	hot   hotStats
@@ -858,6 +861,14 @@ func (l *loop) flushXDP() {
 	}
 }
 
+// ipv4ID is an IPv4 header's identification and Don't Fragment bit, when
+// known.
+type ipv4ID struct {
+	id    uint16
+	df    bool
+	known bool
+}
+
 // handle processes one datagram. Called with l.mu held.
 func (l *loop) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 	r := l.r
@@ -886,18 +897,29 @@ func (l *loop) handle(b []byte, from netip.AddrPort, dst netip.Addr) {
 	// from its 8- and 2-byte stores (a store-forwarding stall per packet).
 	env := &l.env
 	env.Src, env.Dst, env.SrcPort, env.DstPort = from.Addr(), dst, from.Port(), r.local.Port()
-	// A socket does not show the IPv4 ID and DF bit the ICRC covers: a
-	// packet that does not match ID 0 with DF (dta's senders) is checked
-	// against the ID and DF bit its trailer implies (a NIC's, rxe's).
-	if id, df, err := l.icrc.VerifyAnyID(env, b); err != nil {
+	// The ICRC covers the IPv4 ID and DF bit. An AF_XDP frame shows them
+	// and the check is exact; a socket shows neither, so a packet that does
+	// not match ID 0 with DF (dta's senders) is checked against the ID and
+	// DF bit its trailer implies (a NIC's, rxe's).
+	env.ID, env.NoDF = 0, false
+	var err error
+	id, df := l.ip.id, l.ip.df
+	if l.ip.known {
+		err = l.icrc.VerifyID(env, b, id, df)
+	} else {
+		id, df, err = l.icrc.VerifyAnyID(env, b)
+	}
+	if err != nil {
 		if err == roce.ErrICRC {
 			st.BadICRC.Add(1)
 		} else {
 			st.Malformed.Add(1)
 		}
 		return
-	} else if id != env.ID || df == env.NoDF {
+	}
+	if id != 0 || !df {
 		st.ForeignIPID.Add(1)
+		env.ID, env.NoDF = id, !df // a capture shows the packet as it came
 	}
 	p := &l.pkt
 	if err := p.Decode(b); err != nil {

@@ -15,6 +15,7 @@ type xdpPacket struct {
 	from netip.AddrPort
 	dst  netip.Addr
 	link *xdp.Link // the reader's, valid as b is
+	ip   ipv4ID    // the IPv4 header's ID and DF, which the ICRC covers
 }
 
 // xdpIngest feeds one AF_XDP reader's requests to its own read loop: the
@@ -42,21 +43,21 @@ const xdpFlushEvery = 4
 // HandlePacket is HandleDatagram for a datagram sent to the responder's own
 // address; readers call HandleDatagram.
 func (h *xdpIngest) HandlePacket(b []byte, from netip.AddrPort, _ xdp.Replier) {
-	h.note(b, from, h.l.r.local.Addr(), nil)
+	h.note(b, from, h.l.r.local.Addr(), nil, ipv4ID{})
 }
 
 // HandleDatagram notes one request of the batch.
 func (h *xdpIngest) HandleDatagram(d *xdp.Datagram, _ xdp.Replier) {
-	h.note(d.Payload, d.From, d.Dst, &d.Link)
+	h.note(d.Payload, d.From, d.Dst, &d.Link, ipv4ID{id: d.ID, df: d.DF, known: d.IPv4})
 }
 
-func (h *xdpIngest) note(b []byte, from netip.AddrPort, dst netip.Addr, link *xdp.Link) {
+func (h *xdpIngest) note(b []byte, from netip.AddrPort, dst netip.Addr, link *xdp.Link, ip ipv4ID) {
 	if len(h.pend) == cap(h.pend) {
 		// More than a batch: never, as the reader's batch is the
 		// responder's BatchSize; run what is gathered rather than grow.
 		h.EndBatch()
 	}
-	h.pend = append(h.pend, xdpPacket{b: b, from: from, dst: dst, link: link})
+	h.pend = append(h.pend, xdpPacket{b: b, from: from, dst: dst, link: link, ip: ip})
 }
 
 // EndBatch runs the gathered requests.
@@ -83,10 +84,10 @@ func (h *xdpIngest) EndBatch() {
 			r.stats.Truncated.Add(1)
 			continue
 		}
-		l.link = p.link
+		l.link, l.ip = p.link, p.ip
 		l.handle(p.b[:len(p.b):len(p.b)], p.from, p.dst)
 	}
-	l.link = nil
+	l.link, l.ip = nil, ipv4ID{}
 	if h.held++; h.held >= xdpFlushEvery {
 		h.flushLocked()
 	}

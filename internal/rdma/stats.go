@@ -19,8 +19,9 @@ type ResponderStats struct {
 	Truncated atomic.Uint64 // datagrams (or coalesced packets) longer than the largest packet, dropped
 	BadICRC   atomic.Uint64 // ICRC mismatch, silently dropped
 	// ForeignIPID counts packets whose ICRC matched only with an IPv4 ID
-	// and DF bit other than dta's own senders' ID 0 with DF, recovered from
-	// the trailer (roce.ICRCCache.VerifyAnyID): an RDMA NIC's or rxe's.
+	// and DF bit other than dta's own senders' ID 0 with DF: an RDMA NIC's
+	// or rxe's. Over a socket they are recovered from the trailer
+	// (roce.ICRCCache.VerifyAnyID); over AF_XDP, read from the header.
 	ForeignIPID atomic.Uint64
 	Malformed   atomic.Uint64 // not decodable (truncated, unknown opcode, bad pad, bad TVer), of another partition (P_Key), or of another transport than its QP's: silently dropped
 	UnknownQP   atomic.Uint64 // DestQP not connected, or connected to another address: silently dropped

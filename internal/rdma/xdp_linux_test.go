@@ -444,3 +444,50 @@ func TestAnIPv6RequesterGetsItsResponsesOnTheAFXDPTXRing(t *testing.T) {
 		t.Errorf("the AF_XDP reader handed on %d packets, the responder counted %d", x, all)
 	}
 }
+
+// Over AF_XDP the IPv4 ID and DF bit the ICRC covers come from each
+// frame's own header, so the check is exact: a requester that numbers its
+// packets (an RDMA NIC, rxe; here through a raw socket in the peer's
+// namespace) is served and counted as ForeignIPID, while a packet whose ICRC
+// was computed for another ID than its header carries, which a responder fed
+// by a socket must accept (the trailer implies an ID), is dropped for its
+// ICRC and writes nothing.
+func TestAnAFXDPResponderChecksTheICRCWithTheFramesOwnIPv4ID(t *testing.T) {
+	v := newXDPVeth(t)
+	resp, m, reg := startXDPResponder(t, v, v.HostAddr, 0, AccessRemoteWrite|AccessRemoteAtomic)
+	var p *rawPeer
+	var fd int
+	v.InNS(t, func() {
+		p = newRawPeerAt(t, v.PeerAddr.String(), resp.LocalAddr())
+		fd = rawIPSocket(t)
+	})
+	p.connect(roce.MTU256)
+	st := resp.Stats()
+	data := []byte{0xB1, 0xB2, 0xB3, 0xB4}
+	psn := p.sendNumbered(fd, 0x718c, false, writeOnly(m.VA+16, m.RKey, data, true), nil)
+	p.expectAETH(roce.OpACK, roce.ACKUnlimited, psn)
+	psn = p.sendNumbered(fd, 0x1234, true, writeOnly(m.VA+20, m.RKey, data, true), nil)
+	p.expectAETH(roce.OpACK, roce.ACKUnlimited, psn)
+	if got := snapshot(t, reg)[16:24]; !bytes.Equal(got, append(data, data...)) {
+		t.Errorf("memory % x, want the two writes", got)
+	}
+	if n := st.ForeignIPID.Load(); n != 2 {
+		t.Errorf("ForeignIPID %d, want 2", n)
+	}
+	// The ICRC of ID 0x1111, the header's ID 0x2222 (the kernel mends the
+	// header checksum).
+	bad := st.BadICRC.Load()
+	p.sendNumbered(fd, 0x1111, false, writeOnly(m.VA+32, m.RKey, data, true), func(b []byte) {
+		binary.BigEndian.PutUint16(b[4:], 0x2222)
+	})
+	p.expectNothing(100 * time.Millisecond)
+	if st.BadICRC.Load() != bad+1 {
+		t.Errorf("a packet whose ICRC covers another IPv4 ID than its header's: BadICRC %d, want %d", st.BadICRC.Load(), bad+1)
+	}
+	if got := snapshot(t, reg)[32:36]; bytes.Equal(got, data) {
+		t.Error("the packet with the mismatched ID wrote memory")
+	}
+	if x := resp.XDP().Stats().Packets.Load(); x < 3 {
+		t.Errorf("only %d requests came through AF_XDP", x)
+	}
+}

@@ -448,18 +448,24 @@ func (r *Requester) handle(b []byte, from netip.AddrPort) {
 	}
 	// A responder that is an RDMA NIC numbers its IPv4 packets; the
 	// socket shows neither the ID nor DF, so the trailer gives them.
-	if id, df, err := r.icrc.VerifyAnyID(&r.in, b); err != nil {
+	in := &r.in
+	if id, df, err := r.icrc.VerifyAnyID(in, b); err != nil {
 		r.stats.BadICRC.Add(1)
 		return
-	} else if id != r.in.ID || df == r.in.NoDF {
+	} else if id != in.ID || df == in.NoDF {
 		r.stats.ForeignIPID.Add(1)
+		if r.capture != nil { // the capture shows the packet with its own ID
+			c := r.in
+			c.ID, c.NoDF = id, !df
+			in = &c
+		}
 	}
 	p := &r.pkt
 	if p.Decode(b) != nil {
 		r.stats.Stray.Add(1)
 		return
 	}
-	r.capture.Record(&r.in, b, false)
+	r.capture.Record(in, b, false)
 	switch {
 	case p.BTH.DestQP == roce.GSIQP:
 		r.handleCM(p)

@@ -22,8 +22,20 @@ const idBits = 17
 // 17 ICRC differences, keyed by each vector's highest set bit, with the set
 // of header bits whose differences add up to it.
 type idSolver struct {
-	piv   [32]uint32 // piv[b]: a vector whose highest set bit is b, or 0
-	combo [32]uint32 // the header bits (bit k: ID bit k; bit 16: DF cleared) summing to piv[b]
+	piv   [32]uint32     // piv[b]: a vector whose highest set bit is b, or 0
+	combo [32]uint32     // the header bits (bit k: ID bit k; bit 16: DF cleared) summing to piv[b]
+	diff  [idBits]uint32 // diff[k]: the ICRC's change when header bit k flips
+}
+
+// shift returns the ICRC's change when the header bits m flip.
+func (s *idSolver) shift(m uint32) uint32 {
+	var d uint32
+	for k := range idBits {
+		if m>>k&1 != 0 {
+			d ^= s.diff[k]
+		}
+	}
+	return d
 }
 
 // add puts the difference v of the header bits m into the basis.
@@ -76,6 +88,7 @@ func newIDSolver(e Envelope, udpPayload []byte) (*idSolver, error) {
 		if err != nil {
 			return nil, err
 		}
+		s.diff[k] = c ^ base
 		s.add(c^base, 1<<k)
 	}
 	return s, nil
@@ -102,29 +115,70 @@ func (c *ICRCCache) VerifyAnyID(e *Envelope, udpPayload []byte) (id uint16, df b
 	if !e.Src.Is4() || !e.Dst.Is4() {
 		return 0, false, ErrICRC
 	}
-	s := c.ids[len(udpPayload)]
-	if s == nil {
-		if s, err = newIDSolver(*e, udpPayload); err != nil {
-			return 0, false, err
-		}
-		if c.ids == nil || len(c.ids) >= maxIDSolvers {
-			c.ids = make(map[int]*idSolver)
-		}
-		c.ids[len(udpPayload)] = s
+	s, err := c.solver(e, udpPayload)
+	if err != nil {
+		return 0, false, err
 	}
-	// The solver's differences are from ID 0 with DF, what e says for
-	// every socket receiver; another e needs that ICRC computed.
-	base := crc
-	if e.ID != 0 || e.NoDF {
-		f := *e
-		f.ID, f.NoDF = 0, false
-		if base, err = c.ICRC(&f, udpPayload); err != nil {
-			return 0, false, err
-		}
-	}
-	m, ok := s.solve(base ^ trailer)
+	// The solver's unknown is the header bits flipped from what e says;
+	// its answer is relative to e's ID and DF.
+	m, ok := s.solve(crc ^ trailer)
 	if !ok {
 		return 0, false, ErrICRC
 	}
+	m ^= flips(e, 0, true) // from flips of e's header to flips of ID 0 with DF
 	return uint16(m), m>>16&1 == 0, nil
+}
+
+// VerifyID checks the ICRC trailer of udpPayload received over IPv4 with
+// IPv4 ID id and DF bit df, read from the packet's own IP header (an AF_XDP
+// receiver has it), whatever ID and DF e says: unlike VerifyAnyID, whose
+// answer a corrupted packet matches with odds of about 2^-15, the check is
+// the ICRC's full 2^-32. The cached prefix for e's ID and DF is reused and
+// moved to id and df by the CRC's linearity, so senders that number their
+// packets do not miss the cache on every packet. Over IPv6 id and df are
+// ignored and it is Verify.
+func (c *ICRCCache) VerifyID(e *Envelope, udpPayload []byte, id uint16, df bool) error {
+	crc, err := c.ICRC(e, udpPayload)
+	if err != nil {
+		return err
+	}
+	trailer := binary.LittleEndian.Uint32(udpPayload[len(udpPayload)-ICRCLen:])
+	if m := flips(e, id, df); m != 0 && e.Src.Is4() && e.Dst.Is4() {
+		s, err := c.solver(e, udpPayload)
+		if err != nil {
+			return err
+		}
+		crc ^= s.shift(m)
+	}
+	if crc != trailer {
+		return ErrICRC
+	}
+	return nil
+}
+
+// flips returns the header bits (bit k: ID bit k; bit 16: DF) in which id
+// and df differ from e's ID and DF.
+func flips(e *Envelope, id uint16, df bool) uint32 {
+	m := uint32(e.ID ^ id)
+	if df == e.NoDF {
+		m |= 1 << 16
+	}
+	return m
+}
+
+// solver returns the cached solver for udpPayload's length, making it on a
+// miss.
+func (c *ICRCCache) solver(e *Envelope, udpPayload []byte) (*idSolver, error) {
+	if s := c.ids[len(udpPayload)]; s != nil {
+		return s, nil
+	}
+	s, err := newIDSolver(*e, udpPayload)
+	if err != nil {
+		return nil, err
+	}
+	if c.ids == nil || len(c.ids) >= maxIDSolvers {
+		c.ids = make(map[int]*idSolver)
+	}
+	c.ids[len(udpPayload)] = s
+	return s, nil
 }

@@ -85,6 +85,12 @@ type Datagram struct {
 	Dst     netip.Addr // the destination address (IPv4, or IPv6 unmapped)
 	DstPort uint16
 	Link    Link // the Ethernet header it arrived with
+	// IPv4 says the datagram came in an IPv4 header, whose identification
+	// and Don't Fragment bit are ID and DF (a RoCEv2 ICRC covers both);
+	// over IPv6 both are zero.
+	IPv4 bool
+	ID   uint16
+	DF   bool
 }
 
 // Link is an Ethernet header: the MAC addresses and the one VLAN tag a
@@ -154,6 +160,7 @@ func ParseFrame(frame []byte, d *Datagram) Reason {
 		}
 		d.From = netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip[12:16])), 0)
 		d.Dst = netip.AddrFrom4([4]byte(ip[16:20]))
+		d.IPv4, d.ID, d.DF = true, binary.BigEndian.Uint16(ip[4:]), ip[6]&0x40 != 0
 		udp = ip[ihl:total]
 	case etherTypeIPv6:
 		if len(ip) < ipv6HeaderLen {
@@ -169,6 +176,7 @@ func ParseFrame(frame []byte, d *Datagram) Reason {
 		if ip[6] != protoUDP {
 			return ReasonNotUDP
 		}
+		d.IPv4, d.ID, d.DF = false, 0, false
 		d.From = netip.AddrPortFrom(netip.AddrFrom16([16]byte(ip[8:24])).Unmap(), 0)
 		d.Dst = netip.AddrFrom16([16]byte(ip[24:40])).Unmap()
 		udp = ip[ipv6HeaderLen : ipv6HeaderLen+payload]

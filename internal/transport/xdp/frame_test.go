@@ -207,6 +207,35 @@ func TestIPv4ChecksumMatchesTheSumOf16BitWords(t *testing.T) {
 	}
 }
 
+// The IPv4 identification and DF bit, which a RoCEv2 ICRC covers, come out
+// of the header as they are; an IPv6 frame has neither, whatever the
+// previous frame had.
+func TestParseFrameReturnsTheIPv4IDAndDF(t *testing.T) {
+	const ip = ethHeaderLen
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		v4    bool
+		id    uint16
+		df    bool
+	}{
+		{"ID 0 with DF, as dta sends", v4(nil), true, 0, true},
+		{"a NIC's numbered packet with DF", v4(func(f []byte) { f[ip+4], f[ip+5] = 0x71, 0x8c; resum(f, ip) }), true, 0x718c, true},
+		{"a packet without DF", v4(func(f []byte) { f[ip+4], f[ip+5], f[ip+6] = 0xff, 0xfe, 0; resum(f, ip) }), true, 0xfffe, false},
+		{"IPv6", AppendFrame(nil, macA, macB, src6, dst6, []byte("six")), false, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Datagram{IPv4: true, ID: 7, DF: true} // a previous frame's: overwritten
+			if r := ParseFrame(tc.frame, &d); r != ReasonNone {
+				t.Fatal(r)
+			}
+			if d.IPv4 != tc.v4 || d.ID != tc.id || d.DF != tc.df {
+				t.Errorf("IPv4 %v ID %#x DF %v, want %v %#x %v", d.IPv4, d.ID, d.DF, tc.v4, tc.id, tc.df)
+			}
+		})
+	}
+}
+
 func TestParseFrameReturnsTheLinkAReplyReverses(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
