@@ -252,7 +252,10 @@ func (w *Worker) BeginAdapted(from netip.AddrPort, now int64) {
 // AddReport hands rep to the translators of its collectors.
 func (w *Worker) AddReport(rep *dta.Report) {
 	w.r.stats.Reports.Add(1)
-	if rep.Opcode == dta.OpSketchExt && w.r.claimEpoch(rep.Store, rep.Epoch) {
+	// A report its translators will refuse (sketch_run, an unknown store)
+	// opens nothing: the check changes nothing, and the report is then
+	// routed and refused, counted by reason, as any other.
+	if rep.Opcode == dta.OpSketchExt && w.r.members[0].Tr.CheckSketchRun(rep) == nil && w.r.claimEpoch(rep.Store, rep.Epoch) {
 		// Counters of older epochs that this worker's translators hold go
 		// out first: opening the epoch clears a copy that one of them may
 		// be bound for (the copy of epoch e+1 is cleared ahead, which is

@@ -175,6 +175,48 @@ func TestTheCollectorsSketchesAddUpToTheWholeSketch(t *testing.T) {
 	}
 }
 
+// A Sketch-Merge report its translators refuse — a row or columns beyond
+// the store's geometry, a store that does not exist — opens no epoch on any
+// collector: the next report of the epoch really open is taken everywhere.
+func TestARefusedSketchReportOpensNoEpoch(t *testing.T) {
+	c := newCluster(t, 3, 1)
+	run := func(epoch uint32, row uint8, column uint32, store uint16) dta.Report {
+		return dta.Report{Opcode: dta.OpSketchExt, Store: store, Epoch: epoch, Row: row, Column: column,
+			Value: binary.BigEndian.AppendUint64(nil, 7)}
+	}
+	c.send(t, dta.Header{}, run(50, 0, 3, 0))
+	for _, bad := range []dta.Report{
+		run(100, 200, 0, 0), // no row 200
+		run(101, 0, 256, 0), // past the last column
+		run(102, 0, 0, 99),  // no store 99
+		run(103, 0, 0, 1),   // store 1 is a Key-Write store
+	} {
+		c.send(t, dta.Header{}, bad)
+	}
+	for k := range 30 { // runs spread over the collectors
+		c.send(t, dta.Header{}, run(50, 1, uint32(k), 0))
+	}
+	var total int64
+	for i, cat := range c.cats {
+		sm := cat.ByName("sketchmerge").SketchMerge
+		for _, e := range []uint32{100, 101, 102, 103} {
+			if _, err := sm.Row(e, 0, nil); err == nil {
+				t.Errorf("%s holds epoch %d, which only a refused report named", c.names[i], e)
+			}
+		}
+		row, err := sm.Row(50, 1, nil)
+		if err != nil {
+			t.Fatalf("%s: epoch 50: %v", c.names[i], err)
+		}
+		for _, v := range row {
+			total += v
+		}
+	}
+	if total != 30*7 {
+		t.Errorf("row 1 of epoch 50 adds up to %d over the collectors, want %d: reports after the refused ones were dropped", total, 30*7)
+	}
+}
+
 func TestRetransmittableDatagramsAreCheckedOnceAndAcked(t *testing.T) {
 	c := newCluster(t, 2, 1)
 	h := dta.Header{Flags: dta.FlagRetransmit, Seq: 0}

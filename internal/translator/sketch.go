@@ -151,6 +151,21 @@ func cmpErr(first, err error) error {
 	return err
 }
 
+// CheckSketchRun reports whether the Sketch-Merge report r would be taken
+// (its store exists and is a Sketch-Merge store, its row and columns lie
+// within the store's geometry) without taking it, changing nothing: a front
+// end over several collectors asks before it opens r's epoch everywhere, so
+// that a report its translator will refuse opens nothing. The epoch is not
+// checked: an older one is refused when the report is taken.
+func (t *Translator) CheckSketchRun(r *dta.Report) error {
+	idx, err := t.route(r, dta.SketchMerge)
+	if err != nil {
+		return err
+	}
+	run := sketchmerge.Run{Epoch: r.Epoch, Row: int(r.Row), Column: uint64(r.Column), Counters: r.Value}
+	return t.sketches[idx].spec.Check(&run)
+}
+
 // OpenSketchEpoch opens epoch e in the Sketch-Merge store with id store (0:
 // the default one) if it is newer than the newest opened, as a report of it
 // would: a front end over several collectors calls it on every collector's
