@@ -110,6 +110,9 @@ func TestINTReportsComeBackInINTTerms(t *testing.T) {
 	} {
 		sendUntilCounted(t, conn, packet(t, r.hex), base, r.series)
 	}
+	// A datagram longer than the INT sockets take is dropped unread, and
+	// counted.
+	sendUntilCounted(t, conn, append(packet(t, intMD), make([]byte, 9300)...), base, "dta_int_udp_truncated_total")
 
 	query := func(args ...string) string {
 		var out strings.Builder

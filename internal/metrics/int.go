@@ -15,9 +15,10 @@ var (
 	intTruncated = desc("int_paths_truncated_total", "INT paths longer than the path store's value holds, cut to it.")
 	intOutOfTTL  = desc("int_postcards_out_of_range_total", "INT postcards whose TTL names no hop of the postcard store, or whose node id is outside its value set (min_value..max_value).")
 	intKernel    = desc("int_udp_kernel_drops_total", "INT report datagrams the kernel dropped on the INT sockets (receive buffer overflow).")
+	intTooLong   = desc("int_udp_truncated_total", "INT report datagrams longer than the largest the INT sockets take (9216 bytes), dropped unread.")
 )
 
-var intDescs = []*prometheus.Desc{intPackets, intReports, intMalformed, intDerived, intNoFlow, intTruncated, intOutOfTTL, intKernel}
+var intDescs = []*prometheus.Desc{intPackets, intReports, intMalformed, intDerived, intNoFlow, intTruncated, intOutOfTTL, intKernel, intTooLong}
 
 // collectINT exports the INT input of a translator (nothing without one).
 func (c Translator) collectINT(ch chan<- prometheus.Metric) {
@@ -39,5 +40,6 @@ func (c Translator) collectINT(ch chan<- prometheus.Metric) {
 	counter(ch, intOutOfTTL, s.OutOfTTL.Load())
 	if c.INT != nil {
 		counter(ch, intKernel, c.INT.KernelDrops())
+		counter(ch, intTooLong, c.INT.Stats().Truncated.Load())
 	}
 }
