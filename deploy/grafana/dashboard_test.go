@@ -387,4 +387,10 @@ func TestEveryMetricTheDashboardUsesIsExported(t *testing.T) {
 			t.Errorf("%s (%s) is exported but no panel shows it: add one to deploy/grafana/dta.json, or list it in notOnDashboard with the reason", name, typ)
 		}
 	}
+	// The metrics only other settings export need a panel as much.
+	for name, setting := range onlyWhenConfigured {
+		if !used[name] && notOnDashboard[name] == "" {
+			t.Errorf("%s (exported with %s) has no panel: add one to deploy/grafana/dta.json, or list it in notOnDashboard with the reason", name, setting)
+		}
+	}
 }
