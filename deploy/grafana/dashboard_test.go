@@ -343,6 +343,7 @@ var onlyWhenConfigured = map[string]string{
 	"dta_fanout_reports_total":                "dta translator --collector A,B,C (several collectors)",
 	"dta_fanout_copies_total":                 "dta translator --collector A,B,C (several collectors)",
 	"dta_fanout_malformed_total":              "dta translator --collector A,B,C (several collectors)",
+	"dta_fanout_drops_total":                  "dta translator --collector A,B,C (several collectors)",
 	"dta_fanout_collector_up":                 "dta translator --collector A,B,C (several collectors)",
 	"dta_fanout_replicas":                     "dta translator --collector A,B,C (several collectors)",
 	"dta_xdp_packets_total":                   "translator.transport: xdp",

@@ -54,7 +54,14 @@ type Stats struct {
 	Datagrams atomic.Uint64
 	Reports   atomic.Uint64 // reports routed (each once, however many copies)
 	Copies    atomic.Uint64 // reports handed to translators (Replicas per report)
-	Malformed atomic.Uint64 // datagrams or reports that did not decode (counted by the first member's translator too)
+	Malformed atomic.Uint64 // datagrams or reports that did not decode (also in Drops, by reason)
+	// Drops counts, by reason, the datagrams and reports the front end
+	// refused itself, before any collector's translator saw them: those
+	// that did not decode, those the sequence rules refused (duplicate,
+	// out_of_order), and those the ingest refused (not_allowed,
+	// rate_limited). What a collector's translator refuses (an unknown
+	// store, a value of the wrong size, its sink) it counts itself.
+	Drops [translator.NumReasons]atomic.Uint64
 }
 
 // Router routes reports to the translators of their collectors.
@@ -184,15 +191,13 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 		apply, reason, ack := w.r.seq.Check(w.reply[:0], from, h.Seq)
 		reply = ack
 		if !apply {
-			w.ws[0].Refuse(reason, from, now)
+			w.refuse(reason, nil, from, now)
 			return reply
 		}
 	}
 	if derr != nil {
 		w.r.stats.Malformed.Add(1)
-		// The first translator counts it by reason, as a lone one would.
-		w.ws[0].Handle(b, from, now)
-		w.touched[0] = true // its datagram count is published at EndBatch
+		w.refuse(translator.Classify(derr), derr, from, now)
 		return reply
 	}
 	w.BeginAdapted(from, now)
@@ -203,13 +208,21 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 		}
 		if err != nil {
 			w.r.stats.Malformed.Add(1)
-			w.ws[0].Drop(err, from, now) // counted by reason by the first translator
+			w.refuse(translator.Classify(err), err, from, now)
 			if w.dg.Done() {
 				break
 			}
 			continue
 		}
 		w.AddReport(&w.rep)
+	}
+	// Each collector's translator counts the DTA datagrams that gave it a
+	// report (INT packets, which come through BeginAdapted too, are
+	// counted by the INT mapper).
+	for i, u := range w.used {
+		if u {
+			w.ws[i].CountDatagram()
+		}
 	}
 	w.EndAdapted()
 	if w.batched && h.Retransmit() {
@@ -238,9 +251,21 @@ func (w *Worker) EndBatch() {
 	}
 }
 
-// Refuse counts a refused datagram (source not allowed, rate limited).
+// Refuse counts a datagram the ingest refused (source not allowed, rate
+// limited).
 func (w *Worker) Refuse(reason translator.Reason, from netip.AddrPort, now int64) {
-	w.ws[0].Refuse(reason, from, now)
+	w.r.stats.Datagrams.Add(1)
+	w.refuse(reason, nil, from, now)
+}
+
+// refuse counts a datagram or report the front end refused for reason (err,
+// if not nil, says why) and logs it as a translator logs its drops.
+func (w *Worker) refuse(reason translator.Reason, err error, from netip.AddrPort, now int64) {
+	if reason >= translator.NumReasons {
+		reason = translator.ReasonNotAllowed
+	}
+	w.r.stats.Drops[reason].Add(1)
+	w.ws[0].LogRefusal(reason, err, from, now)
 }
 
 // BeginAdapted starts a datagram whose reports come one by one (INT input).

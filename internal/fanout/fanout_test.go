@@ -217,6 +217,59 @@ func TestARefusedSketchReportOpensNoEpoch(t *testing.T) {
 	}
 }
 
+// What the front end refuses itself — a datagram that does not decode, a
+// bad record in a batch, a duplicate or out-of-order datagram, one the
+// ingest refuses — is counted by reason in the router's Drops and in no
+// collector's translator; each collector's translator counts the datagrams
+// that gave it a report, and only the drops that are its own.
+func TestTheFrontEndCountsWhatItRefusesAndEachCollectorWhatItTook(t *testing.T) {
+	c := newCluster(t, 3, 1)
+	for k := uint32(1); k <= 30; k++ {
+		c.send(t, dta.Header{}, dta.Report{Opcode: dta.OpKeyWrite, Redundancy: 2, Key: key(k), Value: key(k)})
+	}
+	var took uint64
+	for i, m := range c.router.Members() {
+		st := m.Tr.Stats()
+		if st.Datagrams == 0 || st.Dropped() != 0 {
+			t.Errorf("%s: %d datagrams, %d drops after 30 good one-report datagrams spread over 3", c.names[i], st.Datagrams, st.Dropped())
+		}
+		took += st.Datagrams
+	}
+	if took != 30 {
+		t.Errorf("the collectors' translators counted %d datagrams, want 30 (each gave one collector its report)", took)
+	}
+	c.w.Handle([]byte{0}, from, 1)                                     // shorter than the header: truncated
+	c.w.Handle([]byte{0x7F, 0, 0, 0, 0}, from, 1)                      // unknown opcode
+	c.w.Handle([]byte{0x01, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0, 1}, from, 1) // a compat Key-Write of N 9
+	h := dta.Header{Flags: dta.FlagRetransmit, Seq: 0}
+	good := dta.Report{Opcode: dta.OpKeyWrite, Redundancy: 1, Key: key(7), Value: key(7)}
+	c.send(t, h, good)
+	c.send(t, h, good) // again: duplicate
+	h.Seq = 5
+	c.send(t, h, good) // a gap: out_of_order
+	c.w.Refuse(translator.ReasonRateLimited, from, 1)
+	s := c.router.Stats()
+	for _, want := range []struct {
+		reason translator.Reason
+		n      uint64
+	}{
+		{translator.ReasonTruncated, 1}, {translator.ReasonUnknownOpcode, 1}, {translator.ReasonRedundancy, 1},
+		{translator.ReasonDuplicate, 1}, {translator.ReasonOutOfOrder, 1}, {translator.ReasonRateLimited, 1},
+	} {
+		if got := s.Drops[want.reason].Load(); got != want.n {
+			t.Errorf("front end drops %s = %d, want %d", want.reason, got, want.n)
+		}
+	}
+	for i, m := range c.router.Members() {
+		if st := m.Tr.Stats(); st.Dropped() != 0 {
+			t.Errorf("%s's translator counted %d drops of the front end's: %v", c.names[i], st.Dropped(), st.Drops)
+		}
+	}
+	if got := s.Datagrams.Load(); got != 30+3+3+1 {
+		t.Errorf("front end datagrams %d, want %d", got, 30+3+3+1)
+	}
+}
+
 func TestRetransmittableDatagramsAreCheckedOnceAndAcked(t *testing.T) {
 	c := newCluster(t, 2, 1)
 	h := dta.Header{Flags: dta.FlagRetransmit, Seq: 0}

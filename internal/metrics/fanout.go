@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dta-go/dta/internal/fanout"
+	"github.com/dta-go/dta/internal/translator"
 	"github.com/dta-go/dta/internal/transport/udp"
 )
 
@@ -39,14 +40,15 @@ var (
 	foDatagrams = desc("fanout_datagrams_total", "Report datagrams the front end routed over several collectors.")
 	foReports   = desc("fanout_reports_total", "Reports routed (each once, whatever the replicas).")
 	foCopies    = desc("fanout_copies_total", "Reports handed to collectors' translators (replicas per report), by collector.", "collector")
-	foMalformed = desc("fanout_malformed_total", "Datagrams or reports the front end could not decode (counted by reason in the first collector's translator).")
+	foMalformed = desc("fanout_malformed_total", "Datagrams or reports the front end could not decode (also in dta_fanout_drops_total, by reason).")
+	foDrops     = desc("fanout_drops_total", "Datagrams and reports the front end refused before any collector's translator saw them (decoding, sequence, source allowlist and rate limits), by reason; what a collector's translator refuses is in its dta_translator_drops_total.", "reason")
 	foUp        = desc("fanout_collector_up", "1 while the RoCEv2 connection to the collector is up, 0 while it is down and reconnecting.", "collector")
 	foReplicas  = desc("fanout_replicas", "translator.replicas: collectors holding each key.")
 )
 
 // Describe implements prometheus.Collector.
 func (c Fanout) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{foDatagrams, foReports, foCopies, foMalformed, foUp, foReplicas} {
+	for _, d := range []*prometheus.Desc{foDatagrams, foReports, foCopies, foMalformed, foDrops, foUp, foReplicas} {
 		ch <- d
 	}
 	if c.Listener != nil {
@@ -62,6 +64,9 @@ func (c Fanout) Collect(ch chan<- prometheus.Metric) {
 	counter(ch, foDatagrams, s.Datagrams.Load())
 	counter(ch, foReports, s.Reports.Load())
 	counter(ch, foMalformed, s.Malformed.Load())
+	for r := range translator.NumReasons {
+		counter(ch, foDrops, s.Drops[r].Load(), r.String())
+	}
 	for i, m := range c.R.Members() {
 		counter(ch, foCopies, c.R.CopiesTo(i), m.Name)
 		up := 0.0

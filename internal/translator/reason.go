@@ -62,6 +62,15 @@ var (
 	ErrSink           = errors.New("sink refused ops")
 )
 
+// Classify returns the Reason a drop for err (an error of decoding,
+// routing or translating a report) is counted under.
+func Classify(err error) Reason {
+	if errors.Is(err, errHopValueSize) {
+		return ReasonValueSize
+	}
+	return classify(err)
+}
+
 // classify maps an error from decoding, routing or translation to its Reason.
 func classify(err error) Reason {
 	switch {

@@ -506,18 +506,35 @@ func (w *Worker) Refuse(r Reason, from netip.AddrPort, now int64) {
 	}
 	w.stats.Datagrams.Add(1)
 	w.stats.Drops[r].Add(1)
-	if ok, n := w.t.limiter.Allow(int(r), now); ok {
-		w.t.logger.Warn("datagram refused", "reason", r.String(), "from", from.String(), "suppressed", n)
-	}
+	w.LogRefusal(r, nil, from, now)
 }
 
 func (w *Worker) drop(err error, from netip.AddrPort, now int64) {
-	r := classify(err)
-	if errors.Is(err, errHopValueSize) {
-		r = ReasonValueSize
-	}
+	r := Classify(err)
 	w.stats.Drops[r].Add(1)
+	w.LogRefusal(r, err, from, now)
+}
+
+// LogRefusal logs a datagram or report refused for r (err, if not nil,
+// says why), as the worker logs its own drops: at most one line per reason
+// and interval, with how many were suppressed. It counts nothing: a front
+// end over several collectors counts what it refuses itself, in no
+// collector's translator.
+func (w *Worker) LogRefusal(r Reason, err error, from netip.AddrPort, now int64) {
+	if r >= NumReasons {
+		r = ReasonNotAllowed
+	}
 	if ok, n := w.t.limiter.Allow(int(r), now); ok {
-		w.t.logger.Warn("report dropped", "reason", r.String(), "from", from.String(), "err", err.Error(), "suppressed", n)
+		if err != nil {
+			w.t.logger.Warn("report dropped", "reason", r.String(), "from", from.String(), "err", err.Error(), "suppressed", n)
+		} else {
+			w.t.logger.Warn("datagram refused", "reason", r.String(), "from", from.String(), "suppressed", n)
+		}
 	}
 }
+
+// CountDatagram counts one datagram of an adapter's input in
+// Stats.Datagrams, published with the worker's other counts: a front end
+// over several collectors counts, in each collector's translator, the
+// datagrams that gave it at least one report.
+func (w *Worker) CountDatagram() { w.dgs++ }
