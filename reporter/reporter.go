@@ -69,6 +69,8 @@ type Reporter struct {
 	lastNack     uint8
 	lastNackAt   time.Time
 	lastNackUsed bool
+	forgotten    uint64 // datagrams the full window forgot that no ACK has covered since (Unacknowledged)
+	lost         uint64 // forgotten datagrams the translator said it missed (Unacknowledged)
 }
 
 // New opens the socket described by cfg and returns a Reporter sending
@@ -142,6 +144,22 @@ func (r *Reporter) RemoteAddr() netip.AddrPort { return r.to }
 
 // Stats returns the Reporter's live counters.
 func (r *Reporter) Stats() *Stats { return &r.stats }
+
+// Unacknowledged returns how many of the datagrams sent the translator has
+// not acknowledged: those the window still holds (after Close, those Close
+// gave up waiting for), those the full window forgot that no later ACK or
+// NACK has covered (the translator's answers are cumulative), and forgotten
+// ones the translator said it missed (lost). A program that must know its
+// reports arrived checks it after Close. It is 0 without Retransmit, where
+// nothing is acknowledged.
+func (r *Reporter) Unacknowledged() uint64 {
+	if r.win == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return uint64(r.win.count) + r.forgotten + r.lost
+}
 
 // Send queues rep for sending, copying it: the caller may reuse rep and the
 // memory it points to as soon as Send returns. With Batch ≤ 1 the report is
@@ -300,6 +318,7 @@ func (r *Reporter) sendLocked(b []byte, reports int) error {
 		var evicted bool
 		if b, evicted = r.win.push(b); evicted {
 			r.stats.Evicted.Add(1)
+			r.forgotten++
 		}
 	} else if !r.cfg.Legacy {
 		b[1] = r.seq

@@ -83,6 +83,10 @@ func (r *Reporter) handleAck(a dta.Ack, now time.Time) {
 			return
 		}
 		if evicted {
+			// The translator accepted every datagram up to a.Seq and
+			// none of the forgotten ones after it, up to the window.
+			r.lost += min(r.forgotten, uint64(w.head-a.Seq-1))
+			r.forgotten = 0
 			r.stats.Unrecoverable.Add(1)
 			r.warnLocked("translator missed datagrams the retransmission window had forgotten; they are lost, the rest is renumbered and resent",
 				"expected", a.Seq+1, "window", WindowSize)
@@ -95,6 +99,7 @@ func (r *Reporter) handleAck(a dta.Ack, now time.Time) {
 		return
 	}
 	r.synced, r.confirmed = true, a.Seq
+	r.forgotten = 0 // a.Seq is at or after the datagram before the window: every forgotten one was accepted
 	if freed > 0 {
 		r.progressAt, r.timeouts = now, 0
 	}

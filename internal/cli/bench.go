@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/pflag"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -227,7 +226,7 @@ A progress line goes to stderr every second (-q silences it).`,
 	fl.StringVarP(&o.output, "output", "o", "table", "output: table or json")
 	fl.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line")
 	fl.StringVar(&o.jsonFile, "json", "", "also write the JSON output to `file`")
-	fl.StringVar(&o.transport, "transport", "udp", "udp (loopback, the default) or xdp (AF_XDP ingest against UDP over a veth pair in a network namespace; root)")
+	fl.StringVar(&o.transport, "transport", "udp", "udp (loopback) or xdp (AF_XDP ingest against UDP over a veth pair in a network namespace; root)")
 	fl.IntVar(&o.queues, "queues", 1, "with --transport xdp: receive queues on the veth pair: one AF_XDP socket and reader per queue (one UDP SO_REUSEPORT socket per queue on the UDP path), flows hashed over them by the sender")
 	fl.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark (senders included) to `file`")
 	return cmd
@@ -380,16 +379,11 @@ func (o *benchOptions) complete() error {
 	if o.changed("checkpoint-interval") && c.DataDir == "" {
 		return usageError("--checkpoint-interval goes with --data-dir")
 	}
-	for flag, path := range map[string]string{"json": o.jsonFile, "cpuprofile": o.cpuProfile} {
-		if path == "" {
-			continue
-		}
-		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-			return usageError("--%s: %s is a directory", flag, path)
-		}
-		if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
-			return usageError("--%s: %s: its directory does not exist", flag, path)
-		}
+	if err := checkOutputFile("json", o.jsonFile); err != nil {
+		return err
+	}
+	if err := checkOutputFile("cpuprofile", o.cpuProfile); err != nil {
+		return err
 	}
 	if err := c.Validate(); err != nil {
 		return usageError("%v", err)
@@ -405,7 +399,7 @@ func runBench(cmd *cobra.Command, o *benchOptions) error {
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
-			return err
+			return fmt.Errorf("--cpuprofile: %w", err)
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
@@ -479,7 +473,7 @@ func runXDPBench(cmd *cobra.Command, o *benchOptions) error {
 		}
 		if o.jsonFile != "" {
 			if err := os.WriteFile(o.jsonFile, b, 0o644); err != nil {
-				return err
+				return fmt.Errorf("--json: %w", err)
 			}
 		}
 	}
@@ -512,7 +506,7 @@ func writeBenchJSON(w io.Writer, reps []*bench.Report) error {
 func writeBenchJSONFile(path string, reps []*bench.Report) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("--json: %w", err)
 	}
 	if err := writeBenchJSON(f, reps); err != nil {
 		f.Close()

@@ -99,6 +99,24 @@ func readFlagFile(flag, path string, max int64) ([]byte, error) {
 	return b, nil
 }
 
+// checkOutputFile refuses, before any work, a file a flag names for the
+// command to write that it could not create: a directory, or a path whose
+// directory does not exist. Errors name the flag (exit code 2). "" (the
+// flag not given) passes. It creates nothing: a command that fails later
+// leaves no file behind.
+func checkOutputFile(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return usageError("--%s: %s is a directory", flag, path)
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return usageError("--%s: %s: its directory does not exist", flag, path)
+	}
+	return nil
+}
+
 // machineMemory returns the machine's memory (MemTotal of /proc/meminfo)
 // and whether it is known.
 func machineMemory() (uint64, bool) {

@@ -260,6 +260,9 @@ func runHawkeyeSim(cmd *cobra.Command, o *hawkeyeRunOptions) error {
 	if o.output != "table" && o.output != "json" {
 		return usageError("-o: %q is not table or json", o.output)
 	}
+	if err := checkOutputFile("svg", o.svg); err != nil {
+		return err
+	}
 	cfg, err := o.config()
 	if err != nil {
 		return err
@@ -277,7 +280,7 @@ func runHawkeyeSim(cmd *cobra.Command, o *hawkeyeRunOptions) error {
 	out := cmd.OutOrStdout()
 	if o.svg != "" {
 		if err := writeHawkeyeSVG(o.svg, res); err != nil {
-			return err
+			return fmt.Errorf("--svg: %w", err)
 		}
 	}
 	if o.output == "json" {
@@ -285,7 +288,11 @@ func runHawkeyeSim(cmd *cobra.Command, o *hawkeyeRunOptions) error {
 			return err
 		}
 	} else {
-		printHawkeyeRun(out, res, base)
+		server := base
+		if o.dta.to == "" && !o.dta.keep {
+			server = "" // the in-process dta up ends with this command
+		}
+		printHawkeyeRun(out, res, server)
 	}
 	if o.dta.keep && o.dta.to == "" {
 		fmt.Fprintf(cmd.ErrOrStderr(), "dta up keeps running at %s (Ctrl-C ends it)\n", base)
@@ -294,6 +301,9 @@ func runHawkeyeSim(cmd *cobra.Command, o *hawkeyeRunOptions) error {
 	return nil
 }
 
+// printHawkeyeRun prints sim's table output. base is the query API that
+// holds the run's records after the command, "" when there is none (the
+// in-process dta up without --keep).
 func printHawkeyeRun(w io.Writer, res *hawkeye.RunResult, base string) {
 	tr := res.Trace
 	topo := tr.Topology
@@ -376,7 +386,9 @@ func printHawkeyeRun(w io.Writer, res *hawkeye.RunResult, base string) {
 			fmt.Fprintf(w, "  verdict:   wrong: %s\n", v.Why)
 		}
 	}
-	if len(res.Verdicts) > 0 {
+	if len(res.Verdicts) > 0 && base == "" {
+		fmt.Fprintf(w, "in the collector: its records went with this command's dta up; rerun with --keep to query them (then: dta query append --store %s --list 0 --server URL)\n", record.PollStore)
+	} else if len(res.Verdicts) > 0 {
 		v := res.Verdicts[0]
 		fmt.Fprintf(w, "in the collector: dta query append --store %s --list 0 --server %s   (manifests of poll %d)\n", record.PollStore, base, v.Poll)
 		if len(sp.Collections) > 0 {
@@ -538,6 +550,11 @@ initially congested port (red) and the flows contributing to its queue.`,
 			if file == "" {
 				return usageError("--svg: a file name (or - for stdout) is required")
 			}
+			if file != "-" {
+				if err := checkOutputFile("svg", file); err != nil {
+					return err
+				}
+			}
 			o.methods = []string{"hawkeye"}
 			cfg, err := o.config()
 			if err != nil {
@@ -571,7 +588,7 @@ initially congested port (red) and the flows contributing to its queue.`,
 				return err
 			}
 			if err := writeHawkeyeSVG(file, res); err != nil {
-				return err
+				return fmt.Errorf("--svg: %w", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", file, res.Verdicts[0].Diagnosis.Summary(hawkeye.Names(res.Trace.Topology)))
 			return nil

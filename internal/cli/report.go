@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -81,7 +82,7 @@ func (o *reportOptions) addFlags(cmd *cobra.Command) {
 	fl.BoolVar(&o.immediate, "immediate", false, "set the immediate flag (the collector CPU is told at once)")
 	fl.IntVar(&o.count, "count", 1, "send the report(s) `N` times")
 	fl.BoolVar(&o.legacy, "legacy", false, "use the prototype's 2-byte base header (no sequence number)")
-	fl.BoolVar(&o.retransmit, "retransmit", false, "mark reports retransmittable and wait for the translator's ACKs (binds UDP :40044)")
+	fl.BoolVar(&o.retransmit, "retransmit", false, "mark reports retransmittable and wait for the translator's ACKs (binds UDP :40044); exit 1 if some never come")
 	fl.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on success")
 	cmd.Args = reportNoArgs
 }
@@ -140,15 +141,39 @@ func (o *reportOptions) send(cmd *cobra.Command, reps []dta.Report) error {
 	if err := r.Close(); err != nil {
 		return err
 	}
-	if o.retransmit && !o.quiet {
+	if !o.retransmit {
+		return nil
+	}
+	if !o.quiet {
 		reportAckSummary(out, st)
 	}
-	return nil
+	return reportUnacknowledged(r)
 }
 
 func reportAckSummary(w io.Writer, st *reporter.Stats) {
 	fmt.Fprintf(w, "translator: %d ACKs, %d NACKs; %d datagrams resent, %d forgotten unacknowledged, %d NACKed after being forgotten\n",
 		st.Acks.Load(), st.Nacks.Load(), st.Retransmits.Load(), st.Evicted.Load(), st.Unrecoverable.Load())
+}
+
+// reportUnacknowledged is the error (exit 1) of a --retransmit command
+// after Close: nil when the translator acknowledged every datagram sent.
+func reportUnacknowledged(r *reporter.Reporter) error {
+	st := r.Stats()
+	return unacknowledgedError(r.RemoteAddr(), r.Unacknowledged(), st.Datagrams.Load(), st.Acks.Load()+st.Nacks.Load())
+}
+
+// unacknowledgedError says, in one line, how many of the datagrams sent to
+// the translator at to it never acknowledged; answers is how many ACKs and
+// NACKs came back at all. nil when unacked is 0.
+func unacknowledgedError(to netip.AddrPort, unacked, sent, answers uint64) error {
+	if unacked == 0 {
+		return nil
+	}
+	why := ""
+	if answers == 0 {
+		why = ": no ACK or NACK came back (is a translator listening there, and do its answers reach UDP port 40044 here?)"
+	}
+	return fmt.Errorf("--retransmit: %d of %d datagrams sent not acknowledged by the translator at %v%s", unacked, sent, to, why)
 }
 
 // parseReportKey parses --key.

@@ -81,7 +81,7 @@ Interrupting (Ctrl-C) stops early and still prints the summary.`,
 	fl.IntVar(&o.redundancy, "redundancy", reporter.DefaultRedundancy, "int-path, counters: copies `N` (1-8)")
 	fl.IntVar(&o.entrySize, "entry-size", 4, "events: entry `bytes`, 4 (congestion) or 18 (loss)")
 	fl.IntVar(&o.lists, "lists", reporter.DefaultLists, "events: number of `lists` used")
-	fl.BoolVar(&o.retransmit, "retransmit", false, "mark datagrams retransmittable and resend on NACK (binds UDP :40044)")
+	fl.BoolVar(&o.retransmit, "retransmit", false, "mark datagrams retransmittable, resend on NACK and wait for the translator's ACKs at the end (binds UDP :40044); exit 1 if some never come")
 	fl.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
 }
@@ -165,7 +165,10 @@ loop:
 	if sendErr != nil {
 		return sendErr
 	}
-	return closeErr
+	if closeErr != nil || !o.retransmit {
+		return closeErr
+	}
+	return reportUnacknowledged(r)
 }
 
 func reportGenSummary(w io.Writer, kind reporter.Kind, st *reporter.Stats, elapsed time.Duration, retransmit bool) {

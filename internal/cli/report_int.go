@@ -65,6 +65,7 @@ func newReportINTOneCmd(kind string) *cobra.Command {
 		queue, reason  uint8
 		occupancy, seq uint32
 		latency1       uint32
+		quiet          bool
 	)
 	short := map[string]string{
 		"md":       "An INT sink's report with the INT-MD stack of the hops before it",
@@ -143,6 +144,9 @@ func newReportINTOneCmd(kind string) *cobra.Command {
 			if err := sendINT(to, pkt); err != nil {
 				return err
 			}
+			if quiet {
+				return nil
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "sent INT %s report from node %d for %s to %s (%d bytes)\n", kind, from, ft, to, len(pkt))
 			return nil
 		},
@@ -152,6 +156,7 @@ func newReportINTOneCmd(kind string) *cobra.Command {
 	f.StringVar(&flowS, "flow", "", "the packet's flow, PROTO,SRC:PORT,DST:PORT")
 	f.Uint32Var(&seq, "seq", 1, "the group header's sequence number")
 	f.Uint8Var(&queue, "queue", 0, "queue id")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing on success")
 	switch kind {
 	case "md":
 		f.UintSliceVar(&switches, "switches", nil, "node ids of the path, first hop first; the last one sends the report")
@@ -175,6 +180,7 @@ func newReportINTGenCmd() *cobra.Command {
 		rate     float64
 		count    int64
 		seed     uint64
+		quiet    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "gen",
@@ -229,6 +235,9 @@ drops cluster on it.`,
 				}
 				sent++
 			}
+			if quiet {
+				return nil
+			}
 			el := time.Since(start)
 			fmt.Fprintf(cmd.OutOrStdout(), "sent %d INT telemetry report packets (%s) to %s in %v (%.0f/s)\n", sent, mixS, to, el.Round(time.Millisecond), float64(sent)/el.Seconds())
 			return nil
@@ -240,5 +249,6 @@ drops cluster on it.`,
 	f.Float64Var(&rate, "rate", 10000, "packets per second, 0.001 to 1e12 (0 = as fast as possible)")
 	f.Int64Var(&count, "count", 100000, "packets to send (0 = until interrupted)")
 	f.Uint64Var(&seed, "seed", 1, "random seed")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing on success")
 	return cmd
 }

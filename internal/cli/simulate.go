@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -186,7 +185,7 @@ func runSimulate(cmd *cobra.Command, o *simulateOptions) error {
 	rep := simReport{FigureResult: fr, Command: simCommand(cmd), Machine: simMachine(), Seconds: time.Since(start).Seconds()}
 	if o.plot != "" {
 		if err := fr.Plot(o.plot); err != nil {
-			return fmt.Errorf("plot %s: %w", o.plot, err)
+			return fmt.Errorf("--plot: %s: %w", o.plot, err)
 		}
 	}
 	w := cmd.OutOrStdout()
@@ -344,16 +343,13 @@ func checkRegionsFit(f *sim.Figure) error {
 	return nil
 }
 
-// checkPlotPath refuses a --plot whose format sim cannot draw, or whose
-// directory does not exist, before any run.
+// checkPlotPath refuses a --plot whose format sim cannot draw, or that
+// could not be created (checkOutputFile), before any run.
 func checkPlotPath(path string) error {
 	if err := sim.CheckPlotPath(path); err != nil {
 		return usageError("--plot: %v", err)
 	}
-	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
-		return usageError("--plot: %s: no such directory", filepath.Dir(path))
-	}
-	return nil
+	return checkOutputFile("plot", path)
 }
 
 // simCount parses an optional count ("" is 0) as dta plan does: 10M, 2^23.

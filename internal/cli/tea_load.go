@@ -127,6 +127,9 @@ func runTeaLoad(cmd *cobra.Command, o *teaLoadOptions) error {
 	if err := teaCheckMaxTries(o.maxTries); err != nil {
 		return err
 	}
+	if err := checkOutputFile("out", o.out); err != nil {
+		return err
+	}
 	if o.out != "" {
 		if fi, err := os.Stat(o.out); err == nil && !fi.Mode().IsRegular() {
 			return usageError("--out: %s exists and is not a regular file", o.out)

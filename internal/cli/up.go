@@ -48,7 +48,10 @@ func newUpCmd() *cobra.Command {
 reports on UDP :40040, writing through the local sink into the collector's
 stores, and the collector answering queries, /metrics and /healthz on HTTP
 :8040. Without --config it uses the embedded defaults: one default store per
-primitive, named after it (keywrite, keyincrement, postcard, append).
+primitive, named after it (keywrite, keyincrement, postcard, append,
+sketchmerge), and the stores INT input and dta report gen --store write into
+(int-paths, loss-events, int-postcards, int-counters, int-drops);
+--print-config shows them all.
 
 --demo also runs a built-in reporter, so data flows at once. --sink roce puts
 real RoCEv2 between the two halves (a software RDMA responder on loopback),
@@ -132,7 +135,7 @@ refused with an error and the old settings stay.`,
 	fl.StringVar(&o.http, "http", ":8040", "HTTP address for queries, /metrics, /healthz (overrides collector.http)")
 	fl.BoolVar(&o.printConfig, "print-config", false, "print the effective configuration as YAML and exit")
 	fl.StringVar(&o.sink, "sink", "local", "how the translator reaches the stores: local (in-process) or roce (RoCEv2 over UDP, both halves in this process)")
-	fl.StringVar(&o.rdma, "rdma", "127.0.0.1:0", "with --sink roce: the responder's UDP address (default: a free loopback port)")
+	fl.StringVar(&o.rdma, "rdma", "127.0.0.1:0", "with --sink roce: the responder's UDP address (port 0: a free one)")
 	fl.StringVar(&o.xdpIf, "xdp", "", xdpFlagUsage)
 	fl.StringVar(&o.intListen, "int-listen", "", "also receive P4.org INT telemetry reports on this UDP `address` (overrides translator.int_listen)")
 	fl.StringVar(&o.dataDir, "data-dir", "", "keep the stores in this directory: checkpoints while running, restored at start (overrides collector.data_dir)")
