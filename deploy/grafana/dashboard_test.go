@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -20,6 +21,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/dta-go/dta/internal/cli/clitest"
+	"github.com/dta-go/dta/internal/export"
+	"github.com/dta-go/dta/internal/httpguard"
+	"github.com/dta-go/dta/internal/query"
+	"github.com/dta-go/dta/internal/translator"
+	"github.com/dta-go/dta/internal/transport/xdp"
+	"github.com/dta-go/dta/wire/dta"
+	"github.com/dta-go/dta/wire/intreport"
 )
 
 // dashboard is the part of a Grafana dashboard model the test reads.
@@ -393,5 +401,248 @@ func TestEveryMetricTheDashboardUsesIsExported(t *testing.T) {
 		if !used[name] && notOnDashboard[name] == "" {
 			t.Errorf("%s (exported with %s) has no panel: add one to deploy/grafana/dta.json, or list it in notOnDashboard with the reason", name, setting)
 		}
+	}
+}
+
+// The metrics reference, docs/METRICS.md, names every family dta exports
+// (in a code span: `dta_name`, or `dta_name{labels}` for an example with
+// labels), lists the values of the labels whose set is fixed, and has a
+// section of PromQL (a ```promql block, one expression a line, # comments).
+const metricsReference = "../../docs/METRICS.md"
+
+// reference is what a metrics reference says.
+type reference struct {
+	// named maps each dta_ name a code span holds to the first line (from
+	// 1) that names it: families, and series such as a histogram's _bucket.
+	named map[string]int
+	// promql holds the expressions of the ```promql blocks.
+	promql []expression
+	lines  []string
+	// section holds, for each line, the index of the heading above it (-1
+	// before the first heading).
+	section []int
+}
+
+// namedFamily is a code span that names a metric: the name alone, or with
+// label matchers. `dta_rdma_responder_*` and `grep '^dta_int'` name none.
+var namedFamily = regexp.MustCompile(`^(dta_[a-z0-9_]*[a-z0-9])(\{[^{}]*\})?$`)
+
+// parseReference reads a metrics reference in Markdown. Only code spans
+// outside fenced blocks name families; only ```promql blocks hold PromQL.
+func parseReference(where, text string) reference {
+	r := reference{named: map[string]int{}}
+	fence, heading := "", -1
+	for i, line := range strings.Split(text, "\n") {
+		r.lines = append(r.lines, line)
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "```"):
+			if fence == "" {
+				fence = strings.TrimSpace(strings.TrimPrefix(trimmed, "```")) + " " // an info string may be empty
+			} else {
+				fence = ""
+			}
+		case fence != "":
+			if strings.HasPrefix(fence, "promql ") && trimmed != "" && !strings.HasPrefix(trimmed, "#") {
+				r.promql = append(r.promql, expression{fmt.Sprintf("%s:%d", where, i+1), trimmed})
+			}
+		default:
+			if strings.HasPrefix(line, "#") {
+				heading = i
+			}
+			spans := strings.Split(line, "`")
+			for j := 1; j < len(spans); j += 2 {
+				if m := namedFamily.FindStringSubmatch(spans[j]); m != nil {
+					if _, ok := r.named[m[1]]; !ok {
+						r.named[m[1]] = i + 1
+					}
+				}
+			}
+		}
+		r.section = append(r.section, heading)
+	}
+	return r
+}
+
+func loadReference(t *testing.T) reference {
+	t.Helper()
+	b, err := os.ReadFile(metricsReference)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseReference("docs/METRICS.md", string(b))
+}
+
+// docOf returns what the reference says of family: the lines that name it,
+// and the sections whose heading names it (a table of its reasons).
+func (r reference) docOf(family string) string {
+	mentions := func(line string) bool {
+		return strings.Contains(line, "`"+family+"`") || strings.Contains(line, "`"+family+"{")
+	}
+	var b strings.Builder
+	for i, line := range r.lines {
+		if mentions(line) || (r.section[i] >= 0 && mentions(r.lines[r.section[i]])) {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+func TestTheReferenceParserFindsFamiliesReasonsAndPromQL(t *testing.T) {
+	r := parseReference("test.md", strings.Join([]string{
+		"# Metrics",
+		"| `dta_a_total` | counter | `reason`: `x` | up | meaning, see `dta_h_seconds_bucket` |",
+		"Every `dta_rdma_responder_*` family; `curl -s localhost:8040/metrics | grep '^# HELP dta_'`; `dta_b{reason=\"y\"}`.",
+		"```promql",
+		"# a comment",
+		"sum by (reason) (rate(dta_a_total[5m]))",
+		"",
+		"```",
+		"```sh",
+		"curl -s localhost:8040/metrics | grep `dta_in_a_fence`",
+		"```",
+		"## Reasons of `dta_b`",
+		"| `z` | what |",
+		"## Other",
+		"| `w` | what |",
+	}, "\n"))
+	var named []string
+	for n := range r.named {
+		named = append(named, n)
+	}
+	slices.Sort(named)
+	if want := []string{"dta_a_total", "dta_b", "dta_h_seconds_bucket"}; !slices.Equal(named, want) {
+		t.Errorf("named %v, want %v", named, want)
+	}
+	if len(r.promql) != 1 || r.promql[0].expr != "sum by (reason) (rate(dta_a_total[5m]))" || r.promql[0].where != "test.md:6" {
+		t.Errorf("promql %+v, want the one expression of line 6", r.promql)
+	}
+	if d := r.docOf("dta_b"); !strings.Contains(d, `dta_b{reason="y"}`) || !strings.Contains(d, "`z`") || strings.Contains(d, "`w`") || strings.Contains(d, "`x`") {
+		t.Errorf("docOf(dta_b) = %q: want its line and its section, nothing else", d)
+	}
+	if d := r.docOf("dta_a_total"); !strings.Contains(d, "`x`") || strings.Contains(d, "`z`") {
+		t.Errorf("docOf(dta_a_total) = %q", d)
+	}
+}
+
+// declaredFamilies returns the families internal/metrics declares: every
+// desc("name", ...) there is the family dta_name.
+func declaredFamilies(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../../internal/metrics/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := regexp.MustCompile(`\bdesc\(\s*"([a-z0-9_]+)"`)
+	var names []string
+	prefixed := false
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefixed = prefixed || strings.Contains(string(b), `prometheus.NewDesc("dta_"+name`)
+		for _, m := range call.FindAllStringSubmatch(string(b), -1) {
+			names = append(names, "dta_"+m[1])
+		}
+	}
+	if !prefixed || len(names) < 150 {
+		t.Fatalf("found %d desc(...) calls in internal/metrics (dta_ prefix found: %v): has desc changed?", len(names), prefixed)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+func TestEveryExportedMetricIsInTheMetricsReference(t *testing.T) {
+	ref := loadReference(t)
+	x := scrapeUp(t)
+	// Every family dta up exports, and every one only other settings
+	// export, has its row.
+	known := map[string]string{}
+	for name := range x {
+		if strings.HasPrefix(name, "dta_") {
+			known[name] = "dta up --sink roce --data-dir --int-listen --export-brokers"
+		}
+	}
+	for name, setting := range onlyWhenConfigured {
+		known[name] = setting
+	}
+	for name, by := range known {
+		if _, ok := ref.named[name]; !ok {
+			t.Errorf("%s (exported by %s) is not in docs/METRICS.md: add a row naming it as `%s`", name, by, name)
+		}
+	}
+	// Every name the reference gives is exported (or a histogram's series).
+	for name, line := range ref.named {
+		if !x.has(name) && onlyWhenConfigured[name] == "" {
+			t.Errorf("docs/METRICS.md:%d names %s, which neither dta up exports nor onlyWhenConfigured lists: a stale row, or a misspelt name", line, name)
+		}
+	}
+	// A family internal/metrics declares that neither is known: the
+	// setting that exports it belongs in onlyWhenConfigured (and it in the
+	// reference).
+	for _, name := range declaredFamilies(t) {
+		if known[name] == "" {
+			t.Errorf("internal/metrics declares %s, which dta up does not export and onlyWhenConfigured does not list: add the setting that exports it to onlyWhenConfigured, and a row to docs/METRICS.md", name)
+		}
+	}
+	// The reference's PromQL parses and uses exported metrics only.
+	if len(ref.promql) < 10 {
+		t.Errorf("docs/METRICS.md has %d PromQL expressions in ```promql blocks", len(ref.promql))
+	}
+	for _, m := range missing(t, ref.promql, x) {
+		t.Errorf("the PromQL of docs/METRICS.md uses %s, which dta does not export", m)
+	}
+}
+
+// valuesOf returns the metric label values of the first n values of a
+// reason (or other) type.
+func valuesOf[T ~uint8 | ~int](n T, name func(T) string) []string {
+	var out []string
+	for v := T(0); v < n; v++ {
+		out = append(out, name(v))
+	}
+	return out
+}
+
+func TestEveryFixedLabelValueIsInTheMetricsReference(t *testing.T) {
+	ref := loadReference(t)
+	var primitives, xdpReasons []string
+	for _, p := range dta.Primitives {
+		primitives = append(primitives, p.String())
+	}
+	for _, r := range xdp.Reasons() {
+		xdpReasons = append(xdpReasons, r.String())
+	}
+	for _, tt := range []struct {
+		family, label string
+		values        []string
+	}{
+		// The values as internal/metrics exports them.
+		{"dta_query_errors_total", "reason", valuesOf(query.NumReasons, query.Reason.String)},
+		{"dta_query_requests_total", "endpoint", valuesOf(query.NumEndpoints, query.Endpoint.String)},
+		{"dta_translator_drops_total", "reason", valuesOf(translator.NumReasons, translator.Reason.String)},
+		{"dta_translator_reports_total", "primitive", primitives},
+		{"dta_int_malformed_total", "reason", valuesOf(intreport.NumReasons+1, intreport.Reason.String)},
+		{"dta_http_refused_total", "reason", valuesOf(httpguard.NumReasons, httpguard.Reason.String)},
+		{"dta_xdp_malformed_total", "reason", xdpReasons},
+		{"dta_export_dropped_total", "reason", valuesOf(export.NumDropReasons, export.DropReason.String)},
+		{"dta_export_records_total", "stream", valuesOf(export.NumStreams, export.Stream.String)},
+	} {
+		t.Run(tt.family+"/"+tt.label, func(t *testing.T) {
+			doc := ref.docOf(tt.family)
+			if doc == "" {
+				t.Fatalf("docs/METRICS.md does not name %s", tt.family)
+			}
+			for _, v := range tt.values {
+				if !strings.Contains(doc, "`"+v+"`") {
+					t.Errorf("%s{%s=%q} is not in docs/METRICS.md: add `%s` to the row of %s, or to a table under a heading naming it", tt.family, tt.label, v, v, tt.family)
+				}
+			}
+		})
 	}
 }
