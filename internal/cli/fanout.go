@@ -62,13 +62,14 @@ func (s *translatorStack) registerFanoutMetrics(reg *metrics.Registry) error {
 		Connected: func(i int) bool { return s.ups[i].Requester().Connected() }}); err != nil {
 		return err
 	}
+	if m := s.intMapper(); m != nil { // the front end's input, no collector's
+		if err := reg.Register(metrics.INT{Listener: s.in.INTListener(), Mapper: m}); err != nil {
+			return err
+		}
+	}
 	for i, tr := range s.trs {
 		l := map[string]string{"collector": names[i]}
-		mt := metrics.Translator{T: tr}
-		if i == 0 {
-			mt.INT, mt.Mapper = s.in.INTListener(), s.intMapper()
-		}
-		if err := reg.RegisterWith(l, mt); err != nil {
+		if err := reg.RegisterWith(l, metrics.Translator{T: tr}); err != nil {
 			return err
 		}
 		if err := reg.RegisterWith(l, metrics.Requester{R: s.ups[i].Requester()}); err != nil {

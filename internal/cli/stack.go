@@ -106,13 +106,9 @@ func (s *translatorStack) metrics() metrics.Translator {
 	return metrics.Translator{T: s.tr, Listener: s.in.Listener(), INT: s.in.INTListener(), Mapper: s.intMapper()}
 }
 
-// intMapper is the INT input's mapper, or nil.
-func (s *translatorStack) intMapper() *intmap.Mapper {
-	if s.in.INTListener() == nil {
-		return nil
-	}
-	return s.in.INTMapper()
-}
+// intMapper is the INT input's mapper, or nil: with its own UDP sockets
+// or, with translator.transport: xdp, behind the AF_XDP readers.
+func (s *translatorStack) intMapper() *intmap.Mapper { return s.in.INTMapper() }
 
 // resumeAppendHeads sets every Append list's head to where the stores behind
 // the translator have it: heads[i] lists store i's lists whose head is not 0

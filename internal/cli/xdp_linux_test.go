@@ -31,7 +31,8 @@ func TestUpWithTransportXDPAnswersReportsFromAnotherNamespace(t *testing.T) {
 	host, hostIP := v.Host, v.HostAddr.String()
 	bin := buildDTA(t)
 	upXDPReady := regexp.MustCompile(`reports on udp (\S+) via AF_XDP on ` + host + ` \((?:native|generic)\S* mode\), queries on (http://\S+) `)
-	m, p := startProcess(t, bin, upXDPReady, "up", "--config", smallConfig(t), "--xdp", host, "--listen", hostIP+":40040", "--http", "127.0.0.1:0")
+	m, p := startProcess(t, bin, upXDPReady, "up", "--config", intConfig(t), "--xdp", host, "--listen", hostIP+":40040", "--http", "127.0.0.1:0",
+		"--int-listen", hostIP+":40050")
 	base := m[2]
 	if !v.Attached(t) {
 		t.Fatalf("dta up attached no XDP program to %s:\n%s", host, p.stderr)
@@ -59,6 +60,18 @@ func TestUpWithTransportXDPAnswersReportsFromAnotherNamespace(t *testing.T) {
 	eventually(t, "the AF_XDP reader counts all three packets", func() error {
 		if got := metric(t, base, "", "dta_xdp_packets_total"); got != 3 {
 			return fmt.Errorf("dta_xdp_packets_total = %v, want 3\n%s", got, p.stderr)
+		}
+		return nil
+	})
+	// INT reports come through the AF_XDP readers too, and the INT input's
+	// counters are exported as with its own sockets.
+	intConn := dialInNS(t, v, hostIP+":40050")
+	if _, err := intConn.Write(packet(t, intBadMD)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the INT packet through AF_XDP is counted by the INT input", func() error {
+		if got := metric(t, base, "", `dta_int_malformed_total{reason="md_length"}`); got != 1 {
+			return fmt.Errorf("dta_int_malformed_total{reason=\"md_length\"} = %v, want 1", got)
 		}
 		return nil
 	})

@@ -3,6 +3,8 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dta-go/dta/internal/intmap"
+	"github.com/dta-go/dta/internal/transport/udp"
 	"github.com/dta-go/dta/wire/intreport"
 )
 
@@ -19,6 +21,25 @@ var (
 )
 
 var intDescs = []*prometheus.Desc{intPackets, intReports, intMalformed, intDerived, intNoFlow, intTruncated, intOutOfTTL, intKernel, intTooLong}
+
+// INT exports the INT telemetry report input on its own: a front end over
+// several collectors registers it once, unlabelled, as the input is the
+// front end's and not any collector's. A Translator with a Mapper exports
+// the same families itself.
+type INT struct {
+	Listener *udp.Listener // the INT sockets; nil on AF_XDP
+	Mapper   *intmap.Mapper
+}
+
+// Describe implements prometheus.Collector.
+func (c INT) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range intDescs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c INT) Collect(ch chan<- prometheus.Metric) { Translator{INT: c.Listener, Mapper: c.Mapper}.collectINT(ch) }
 
 // collectINT exports the INT input of a translator (nothing without one).
 func (c Translator) collectINT(ch chan<- prometheus.Metric) {
