@@ -59,6 +59,14 @@ type Config struct {
 	// Retries is the number of ACK timeouts in a row after which the
 	// connection is declared down and re-established (default 7).
 	Retries int
+	// KeepAlive is how long the connection may be idle (nothing sent and
+	// unacknowledged) before the requester sends a zero-length RDMA WRITE
+	// asking for an ACK, so that a responder that went away while nothing
+	// was sent is found (after Retries timeouts) before the next ops are
+	// lost to it, not when they are. 0 turns it off (default 1s). The
+	// WRITE names no memory: a responder checks neither its R_Key nor its
+	// VA, as the IBA specification says of zero-length transfers.
+	KeepAlive time.Duration
 	// CMTimeout is how long to wait for a REP (or, after the RTU, for the
 	// advertisement) before retransmitting (default 250ms).
 	CMTimeout time.Duration
@@ -104,6 +112,7 @@ func DefaultConfig() Config {
 		MaxAtomic:        128,
 		Timeout:          100 * time.Millisecond,
 		Retries:          7,
+		KeepAlive:        time.Second,
 		CMTimeout:        250 * time.Millisecond,
 		CMRetries:        8,
 		RateBurst:        64,
@@ -147,6 +156,9 @@ func (c Config) Validate() error {
 	errs = appendRange(errs, "Config.RecvBuffer", c.RecvBuffer, 0, maxSockBuffer)
 	if c.Timeout < time.Millisecond {
 		errs = append(errs, fmt.Errorf("requester: Config.Timeout = %v, want at least 1ms", c.Timeout))
+	}
+	if c.KeepAlive != 0 && (c.KeepAlive < time.Millisecond || c.KeepAlive > time.Hour) {
+		errs = append(errs, fmt.Errorf("requester: Config.KeepAlive = %v, want 0 (off) or 1ms to 1h", c.KeepAlive))
 	}
 	if c.CMTimeout < time.Millisecond {
 		errs = append(errs, fmt.Errorf("requester: Config.CMTimeout = %v, want at least 1ms", c.CMTimeout))

@@ -246,7 +246,38 @@ func Dial(ctx context.Context, cfg Config, logger *slog.Logger) (*Requester, err
 	r.logger.Info("rdma requester connected", "local", s.LocalAddr().String(), "qpn", r.qpn, "remote_qpn", r.remoteQPN,
 		"pmtu", pmtu, "max_atomic", r.maxAtomic, "advertisement_bytes", len(adv))
 	r.wg.Go(r.reconnectLoop)
+	if cfg.KeepAlive > 0 {
+		r.wg.Go(r.keepAliveLoop)
+	}
 	return r, nil
+}
+
+// keepAliveOp is the keep-alive: a zero-length WRITE, which names no memory.
+var keepAliveOp = Op{Kind: Write}
+
+// keepAliveLoop sends a keep-alive when the connection has been idle for
+// Config.KeepAlive: nothing unacknowledged, and no progress for that long.
+// Its ACK, or the timeouts without one, tell whether the responder is
+// still there; the ACK timeout's rules then apply as to any packet.
+func (r *Requester) keepAliveLoop() {
+	tk := time.NewTicker(r.cfg.KeepAlive / 2)
+	defer tk.Stop()
+	for {
+		select {
+		case <-r.done:
+			return
+		case <-tk.C:
+		}
+		r.mu.Lock()
+		now := time.Now().UnixNano()
+		if r.state == stateConnected && r.win.n == 0 && time.Duration(now-r.lastProgress) >= r.cfg.KeepAlive {
+			r.now = now
+			r.postPacket(&keepAliveOp, &Target{}, 0, 1, true)
+			r.stats.KeepAlives.Add(1)
+			r.flushTx()
+		}
+		r.mu.Unlock()
+	}
 }
 
 // localAddr returns the address to bind: local's, or, if it has no

@@ -59,6 +59,7 @@ func testConfig(to netip.AddrPort) requester.Config {
 	cfg.CMTimeout = 50 * time.Millisecond
 	cfg.ReconnectMin = 10 * time.Millisecond
 	cfg.ReconnectMax = 100 * time.Millisecond
+	cfg.KeepAlive = 0 // tests count packets exactly; keepalive_test.go turns it on
 	return cfg
 }
 

@@ -51,6 +51,7 @@ type Stats struct {
 	Stray       atomic.Uint64 // received packets from another address, for another QP or undecodable
 	Connects    atomic.Uint64 // connections established, the first included
 	Reconnect   atomic.Uint64 // connections lost (timeouts, DREQ, REJ)
+	KeepAlives  atomic.Uint64 // zero-length WRITEs sent on an idle connection (Config.KeepAlive)
 
 	InFlight atomic.Int64  // packets in the window now
 	SendPSN  atomic.Uint32 // next PSN to send
