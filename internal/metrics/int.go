@@ -39,7 +39,9 @@ func (c INT) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector.
-func (c INT) Collect(ch chan<- prometheus.Metric) { Translator{INT: c.Listener, Mapper: c.Mapper}.collectINT(ch) }
+func (c INT) Collect(ch chan<- prometheus.Metric) {
+	Translator{INT: c.Listener, Mapper: c.Mapper}.collectINT(ch)
+}
 
 // collectINT exports the INT input of a translator (nothing without one).
 func (c Translator) collectINT(ch chan<- prometheus.Metric) {
