@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -125,9 +126,29 @@ func unavailable(err error) bool {
 	return true
 }
 
+// UnansweredError is a batch lookup's error when the owners (and replicas)
+// of some keys could not answer while the others did: the results returned
+// with it are those of every key, and valid for every key not in Keys
+// (whose entries hold zero values). A program that can use a partial answer
+// takes it; one that cannot treats it as any error.
+type UnansweredError struct {
+	Keys  []int // indices, in the keys asked, of the keys not answered, ascending
+	Total int   // keys asked
+	Err   error // why: each member that could not answer, with its error
+}
+
+// Error says how many keys went unanswered and why.
+func (e *UnansweredError) Error() string {
+	return fmt.Sprintf("%d of %d keys unanswered (their collectors could not answer): %v", len(e.Keys), e.Total, e.Err)
+}
+
+// Unwrap returns why.
+func (e *UnansweredError) Unwrap() error { return e.Err }
+
 // gather splits keys by owner, runs fn on every owner's share at once, and
 // puts the answers back in the order of keys; a share whose owner cannot
-// answer goes to the next replica.
+// answer goes to the next replica. Keys none of whose members can answer are
+// reported in an *UnansweredError, with the other keys' answers.
 func gather[T any](ctx context.Context, s *Set, keys []string, fn func(c *Client, keys []string) ([]T, error)) ([]T, error) {
 	ranked := make([][]int, len(keys))
 	for i, k := range keys {
@@ -181,7 +202,8 @@ func gather[T any](ctx context.Context, s *Set, keys []string, fn func(c *Client
 			}
 		}
 		if len(next) > 0 && round == s.replicas-1 {
-			return nil, errors.Join(errs...)
+			slices.Sort(next)
+			return out, &UnansweredError{Keys: next, Total: len(keys), Err: errors.Join(errs...)}
 		}
 		pending = next
 		if ctx.Err() != nil {
@@ -197,6 +219,8 @@ func (s *Set) KeyWrite(ctx context.Context, store, key string, opt KeyWriteOptio
 }
 
 // KeyWriteBatch looks keys up, each on its owner, in their order.
+// Keys whose every member is down are named in an *UnansweredError,
+// returned with the other keys' answers.
 func (s *Set) KeyWriteBatch(ctx context.Context, store string, keys []string, opt KeyWriteOptions) ([]KeyWriteResult, error) {
 	return gather(ctx, s, keys, func(c *Client, ks []string) ([]KeyWriteResult, error) { return c.KeyWriteBatch(ctx, store, ks, opt) })
 }
@@ -207,6 +231,8 @@ func (s *Set) KeyIncrement(ctx context.Context, store, key string, n int) (KeyIn
 }
 
 // KeyIncrementBatch reads keys' counts, each on its owner.
+// Keys whose every member is down are named in an *UnansweredError,
+// returned with the other keys' answers.
 func (s *Set) KeyIncrementBatch(ctx context.Context, store string, keys []string, n int) ([]KeyIncrementResult, error) {
 	return gather(ctx, s, keys, func(c *Client, ks []string) ([]KeyIncrementResult, error) {
 		return c.KeyIncrementBatch(ctx, store, ks, n)
@@ -219,6 +245,8 @@ func (s *Set) Postcard(ctx context.Context, store, key string) (PostcardResult, 
 }
 
 // PostcardBatch reads keys' paths, each on its owner.
+// Keys whose every member is down are named in an *UnansweredError,
+// returned with the other keys' answers.
 func (s *Set) PostcardBatch(ctx context.Context, store string, keys []string) ([]PostcardResult, error) {
 	return gather(ctx, s, keys, func(c *Client, ks []string) ([]PostcardResult, error) { return c.PostcardBatch(ctx, store, ks) })
 }

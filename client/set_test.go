@@ -3,6 +3,8 @@ package client_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"slices"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -134,6 +136,50 @@ func TestASetFallsBackOnAReplicaWhenTheOwnerIsDown(t *testing.T) {
 	set1, _ := client.NewSet(ctx, servers(envs, names), 1, nil)
 	if _, err := set1.KeyWrite(ctx, "keywrite", owned[0], client.KeyWriteOptions{}); err == nil {
 		t.Errorf("key %s read although its only holder is down", owned[0])
+	}
+}
+
+// A batch some of whose keys live only on a collector that is down answers
+// the others and names the unanswered ones: the results of keys whose
+// owner is up are their owners' answers, and the error lists exactly the
+// dead collector's keys.
+func TestASetAnswersTheKeysOfTheCollectorsThatAreUp(t *testing.T) {
+	envs, names, pm := setEnvN(t, 1, 60)
+	ctx := context.Background()
+	set, err := client.NewSet(ctx, servers(envs, names), 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs[1].ts.Close() // c2 is gone
+	keys := make([]string, 0, 60)
+	var dead []int
+	for k := 1; k <= 60; k++ {
+		keys = append(keys, strconv.Itoa(k))
+		if pm.Owner(keyBytes(keys[k-1])) == 1 {
+			dead = append(dead, k-1)
+		}
+	}
+	if len(dead) == 0 || len(dead) == len(keys) {
+		t.Fatalf("c2 owns %d of 60 keys", len(dead))
+	}
+	res, err := set.KeyWriteBatch(ctx, "keywrite", keys, client.KeyWriteOptions{})
+	var ue *client.UnansweredError
+	if !errors.As(err, &ue) {
+		t.Fatalf("err = %v, want an *UnansweredError", err)
+	}
+	if !slices.Equal(ue.Keys, dead) || ue.Total != 60 || !strings.Contains(err.Error(), "c2") {
+		t.Errorf("unanswered %v of %d (%v), want c2's keys %v of 60", ue.Keys, ue.Total, err, dead)
+	}
+	if len(res) != len(keys) {
+		t.Fatalf("%d results for %d keys", len(res), len(keys))
+	}
+	for i, r := range res {
+		if slices.Contains(dead, i) {
+			continue
+		}
+		if r.Key != keys[i] || r.Status != client.StatusFound || *r.ValueU32 != uint32(i+1001) {
+			t.Errorf("key %s, owner up: %+v", keys[i], r)
+		}
 	}
 }
 

@@ -407,9 +407,12 @@ func shortText(s string) string {
 	return s
 }
 
+// shortPath bounds a request path from outside in a log line: its first
+// 80 bytes, invalid UTF-8 replaced. It is not quoted: the log handler
+// quotes and escapes what needs it (a quoted path was quoted twice).
 func shortPath(p string) string {
 	if len(p) > 80 {
-		return strconv.Quote(p[:80]) + "..."
+		return strings.ToValidUTF8(p[:80], "\uFFFD") + "..."
 	}
-	return strconv.Quote(p)
+	return strings.ToValidUTF8(p, "\uFFFD")
 }

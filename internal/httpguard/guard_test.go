@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -589,5 +590,30 @@ func TestUnroutedRequestsAreJSONAndCounted(t *testing.T) {
 	}
 	if g.Stats().Refused[ReasonMethod].Load() != 1 || g.Stats().Refused[ReasonNoRoute].Load() != 1 {
 		t.Errorf("counted %d method, %d no_route refusals, want 1 each", g.Stats().Refused[ReasonMethod].Load(), g.Stats().Refused[ReasonNoRoute].Load())
+	}
+}
+
+// A request path in a log line is quoted once, by the log handler, and only
+// when it needs it; a long one is cut, invalid UTF-8 replaced.
+func TestARequestPathIsLoggedAsItIs(t *testing.T) {
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{"/v1/stores", "path=/v1/stores\n"},
+		{"/v1/a b", `path="/v1/a b"` + "\n"},
+		{"/v1/\n\"x", `path="/v1/\n\"x"` + "\n"},
+		{"/" + strings.Repeat("a", 100), "path=/" + strings.Repeat("a", 79) + "...\n"},
+		{"/\xff", "path=\"/\ufffd\"\n"},
+	} {
+		var b strings.Builder
+		slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == slog.LevelKey || a.Key == slog.MessageKey {
+				return slog.Attr{}
+			}
+			return a
+		}})).Info("", "path", shortPath(tc.path))
+		if b.String() != tc.want {
+			t.Errorf("path %q logged as %q, want %q", tc.path, b.String(), tc.want)
+		}
 	}
 }

@@ -2,6 +2,10 @@ package requester_test
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,4 +63,58 @@ func TestAnIdleRequesterWithoutKeepAliveSendsNothing(t *testing.T) {
 	if n := q.Stats().Packets.Load() - before; n != 0 || q.Stats().KeepAlives.Load() != 0 {
 		t.Errorf("%d packets, %d keep-alives sent while idle with KeepAlive 0", n, q.Stats().KeepAlives.Load())
 	}
+}
+
+// The requester names its collector's address as peer in its log lines, so
+// that a caller that names the collector (a translator over several logs
+// collector=NAME) gets no key twice.
+func TestTheRequestersLogLinesRepeatNoKey(t *testing.T) {
+	resp, _, _ := startResponder(t, 4096, rdma.AccessRemoteWrite)
+	var b syncBuilder
+	logger := slog.New(slog.NewTextHandler(&b, nil)).With("collector", "c2")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	q, err := requester.Dial(ctx, testConfig(resp.LocalAddr()), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("log: %q", b.String())
+	}
+	for _, l := range lines {
+		seen := map[string]bool{}
+		for _, f := range strings.Fields(l) {
+			k, _, ok := strings.Cut(f, "=")
+			if !ok {
+				continue
+			}
+			if seen[k] {
+				t.Errorf("key %s twice in %q", k, l)
+			}
+			seen[k] = true
+		}
+		if !strings.Contains(l, "peer="+resp.LocalAddr().String()) {
+			t.Errorf("no peer address in %q", l)
+		}
+	}
+}
+
+// syncBuilder is a strings.Builder safe for the logger's goroutines.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

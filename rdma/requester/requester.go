@@ -203,7 +203,7 @@ func Dial(ctx context.Context, cfg Config, logger *slog.Logger) (*Requester, err
 	maxPacket := max(pmtu, roce.MADLen) + maxHeaders + roce.DETHLen
 	r := &Requester{
 		cfg:       cfg,
-		logger:    logger.With("collector", cfg.Collector.String()),
+		logger:    logger.With("peer", cfg.Collector.String()),
 		s:         s,
 		rx:        sock.NewReceiver(s, cfg.BatchSize, maxPacket+1),
 		maxPacket: maxPacket,
