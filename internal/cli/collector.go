@@ -106,6 +106,10 @@ func runCollector(ctx context.Context, f *config.File, load func() (*config.File
 	if err := checkDataDir(f.Collector.DataDir); err != nil {
 		return err
 	}
+	if err := checkListenAddrs(listenAddr{"--http (collector.http)", "tcp", f.Collector.HTTP},
+		listenAddr{"--rdma (collector.rdma)", "udp", f.Collector.RDMA}); err != nil {
+		return err
+	}
 	sec, err := readSecurity(f)
 	if err != nil {
 		return usageError("%v", err)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/dta-go/dta/internal/httpguard"
 	"github.com/dta-go/dta/internal/store"
@@ -156,6 +157,50 @@ func checkStoresFit(descs []store.Descriptor) error {
 // checkDataDir refuses a data directory (--data-dir, collector.data_dir)
 // that is not a directory, or that would be created under a parent that
 // does not exist: a mistyped path must not start empty stores in a new
+// listenAddr is an address a command is about to listen on and the flag and
+// key that name it ("--listen (translator.listen)").
+type listenAddr struct {
+	name    string
+	network string // "udp" or "tcp"
+	addr    string
+}
+
+// checkListenAddrs refuses, before anything starts (stores mapped, sockets
+// opened), an address the command could not listen on: another socket
+// already holds it, or the host has no such address. Each is bound and
+// closed at once; a port 0 ("any free port") and "" pass. A port taken
+// between this check and the real listen is still refused then (exit 1).
+func checkListenAddrs(addrs ...listenAddr) error {
+	for _, a := range addrs {
+		if a.addr == "" {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(a.addr); err != nil || port == "0" {
+			continue // a malformed address is the configuration check's to name
+		}
+		var c io.Closer
+		var err error
+		if a.network == "udp" {
+			c, err = net.ListenPacket("udp", a.addr)
+		} else {
+			c, err = net.Listen("tcp", a.addr)
+		}
+		if err != nil {
+			why := err
+			var oe *net.OpError
+			if errors.As(err, &oe) && oe.Err != nil {
+				why = oe.Err
+			}
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return usageError("%s: %s %s: address already in use (another process, or another dta, holds it)", a.name, a.network, a.addr)
+			}
+			return usageError("%s: %s %s: cannot listen: %v", a.name, a.network, a.addr, why)
+		}
+		c.Close()
+	}
+	return nil
+}
+
 // tree. "" (memory only) passes.
 func checkDataDir(dir string) error {
 	if dir == "" {
@@ -166,6 +211,9 @@ func checkDataDir(dir string) error {
 	case err == nil && !fi.IsDir():
 		return usageError("--data-dir (collector.data_dir): %s is not a directory", dir)
 	case err == nil:
+		if syscall.Access(dir, 2|1) != nil { // W_OK|X_OK: checkpoints and the lock are written there
+			return usageError("--data-dir (collector.data_dir): %s: this user may not write in it", dir)
+		}
 		return nil
 	case !errors.Is(err, fs.ErrNotExist):
 		return usageError("--data-dir (collector.data_dir): %v", err)
@@ -173,6 +221,9 @@ func checkDataDir(dir string) error {
 	parent := filepath.Dir(filepath.Clean(dir))
 	if pi, err := os.Stat(parent); err != nil || !pi.IsDir() {
 		return usageError("--data-dir (collector.data_dir): %s does not exist, nor does its parent %s (create the parent, or check the path)", dir, parent)
+	}
+	if syscall.Access(parent, 2|1) != nil { // W_OK|X_OK: it is created there
+		return usageError("--data-dir (collector.data_dir): %s does not exist and this user may not create it in %s", dir, parent)
 	}
 	return nil
 }

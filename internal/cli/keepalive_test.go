@@ -51,3 +51,18 @@ func TestATranslatorFindsAnIdleCollectorThatWasKilled(t *testing.T) {
 		t.Errorf("%v packets lost to c2, which was sent no report (a keep-alive at most)", n)
 	}
 }
+
+// dta up --sink roce stopped cleanly (SIGTERM) ends its RoCEv2 connection
+// before its collector stops: no "connection lost" warning, no reconnect.
+func TestACleanStopOfUpOverRoCEWarnsOfNothing(t *testing.T) {
+	bin := buildDTA(t)
+	_, p := startProcess(t, bin, upReady, "up", "--config", smallConfig(t), "--sink", "roce", "--demo",
+		"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	time.Sleep(300 * time.Millisecond) // the demo's writes flow
+	if err := p.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("dta up: %v\n%s", err, p.stderr)
+	}
+	if s := p.stderr.String(); strings.Contains(s, "connection lost") || strings.Contains(s, "level=WARN") {
+		t.Errorf("a clean stop logged a warning:\n%s", s)
+	}
+}

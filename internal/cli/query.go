@@ -316,12 +316,16 @@ was reported with gives the clearest vote counts.`,
 			res, err := lookup(keys,
 				func(k string) (client.KeyWriteResult, error) { return c.KeyWrite(ctx, store, k, opt) },
 				func(ks []string) ([]client.KeyWriteResult, error) { return c.KeyWriteBatch(ctx, store, ks, opt) })
+			res, unanswered, err := answered(res, err)
 			if err != nil {
 				return o.fail(err)
 			}
 			out := cmd.OutOrStdout()
 			if o.output == "json" {
-				return queryJSONLines(out, res)
+				if err := queryJSONLines(out, res); err != nil {
+					return err
+				}
+				return o.unanswered(unanswered, keys)
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "KEY\tSTATUS\tVALUE\tVALUE_U32\tVOTES\tCHECKS\tCOPIES")
@@ -335,7 +339,10 @@ was reported with gives the clearest vote counts.`,
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", r.Key, r.Status, val, u, r.Votes, r.Checks, r.Copies)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			return o.unanswered(unanswered, keys)
 		},
 	}
 	f := cmd.Flags()
@@ -377,19 +384,26 @@ the tightest estimate).`,
 			res, err := lookup(keys,
 				func(k string) (client.KeyIncrementResult, error) { return c.KeyIncrement(ctx, store, k, n) },
 				func(ks []string) ([]client.KeyIncrementResult, error) { return c.KeyIncrementBatch(ctx, store, ks, n) })
+			res, unanswered, err := answered(res, err)
 			if err != nil {
 				return o.fail(err)
 			}
 			out := cmd.OutOrStdout()
 			if o.output == "json" {
-				return queryJSONLines(out, res)
+				if err := queryJSONLines(out, res); err != nil {
+					return err
+				}
+				return o.unanswered(unanswered, keys)
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "KEY\tCOUNT\tCOPIES")
 			for _, r := range res {
 				fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Key, r.Count, r.Copies)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			return o.unanswered(unanswered, keys)
 		},
 	}
 	f := cmd.Flags()
@@ -425,12 +439,16 @@ path written early). complete means no hop is missing.`,
 			res, err := lookup(keys,
 				func(k string) (client.PostcardResult, error) { return c.Postcard(ctx, store, k) },
 				func(ks []string) ([]client.PostcardResult, error) { return c.PostcardBatch(ctx, store, ks) })
+			res, unanswered, err := answered(res, err)
 			if err != nil {
 				return o.fail(err)
 			}
 			out := cmd.OutOrStdout()
 			if o.output == "json" {
-				return queryJSONLines(out, res)
+				if err := queryJSONLines(out, res); err != nil {
+					return err
+				}
+				return o.unanswered(unanswered, keys)
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "KEY\tSTATUS\tCOMPLETE\tPATH")
@@ -452,7 +470,10 @@ path written early). complete means no hop is missing.`,
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Key, r.Status, complete, path)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			return o.unanswered(unanswered, keys)
 		},
 	}
 	f := cmd.Flags()
@@ -607,6 +628,41 @@ func lookup[R any](keys []string, one func(string) (R, error), batch func([]stri
 		return []R{r}, err
 	}
 	return batch(keys)
+}
+
+// answered takes from a batch lookup's results the keys err says none of
+// their collectors could answer (a *client.UnansweredError, with a set of
+// collectors one of which is down), so that the others are printed; any
+// other error is returned as it is.
+func answered[R any](res []R, err error) ([]R, *client.UnansweredError, error) {
+	var ue *client.UnansweredError
+	if !errors.As(err, &ue) {
+		return res, nil, err
+	}
+	kept := make([]R, 0, len(res)-len(ue.Keys))
+	skip := ue.Keys
+	for i, r := range res {
+		if len(skip) > 0 && skip[0] == i {
+			skip = skip[1:]
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept, ue, nil
+}
+
+// unanswered is the error (exit 1) of a lookup some of whose keys went
+// unanswered, printed after the answers of the others; nil when ue is.
+func (o *queryOptions) unanswered(ue *client.UnansweredError, keys []string) error {
+	if ue == nil {
+		return nil
+	}
+	names := make([]string, len(ue.Keys))
+	for i, k := range ue.Keys {
+		names[i] = keys[k]
+	}
+	return fmt.Errorf("%d of %d keys not answered (%s; their collectors could not answer, the others are printed): %w",
+		len(ue.Keys), ue.Total, strings.Join(names, ", "), o.fail(ue.Err))
 }
 
 // checkAt refuses an --at that is neither an epoch number nor a time the

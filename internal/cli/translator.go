@@ -106,6 +106,11 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 			return usageError("%v", err)
 		}
 	}
+	if err := checkListenAddrs(listenAddr{"--listen (translator.listen)", "udp", f.Translator.Listen},
+		listenAddr{"--int-listen (translator.int_listen)", "udp", f.Translator.INTListen},
+		listenAddr{"--http (translator.http)", "tcp", f.Translator.HTTP}); err != nil {
+		return err
+	}
 	sec, err := readSecurity(f)
 	if err != nil {
 		return usageError("%v", err)

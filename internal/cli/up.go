@@ -187,6 +187,17 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	if o.rdmaChanged && !roce {
 		return usageError("--rdma goes with --sink roce (translator.sink): with the local sink there is no responder")
 	}
+	addrs := []listenAddr{
+		{"--listen (translator.listen)", "udp", f.Translator.Listen},
+		{"--int-listen (translator.int_listen)", "udp", f.Translator.INTListen},
+		{"--http (collector.http)", "tcp", f.Collector.HTTP},
+	}
+	if roce && o.rdmaChanged {
+		addrs = append(addrs, listenAddr{"--rdma", "udp", o.rdma})
+	}
+	if err := checkListenAddrs(addrs...); err != nil {
+		return err
+	}
 	var late lateTranslator
 	ccfg := collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs, AfterReset: late.afterReset,
 		Durability: f.DurabilityConfig(),
@@ -227,6 +238,7 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 
 	var sink memop.Sink = col.Catalog()
 	descs = col.Catalog().Descriptors()
+	var upl *uplink.Uplink // with --sink roce: closed before the collector stops
 	if roce {
 		addr := col.RDMAAddr()
 		if addr.Addr().IsUnspecified() {
@@ -244,6 +256,7 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 			return err
 		}
 		defer up.Close()
+		upl = up
 		sink, descs = up.Sink(), up.Descriptors()
 		watchUplink(g, up, &late, logger)
 		if err := col.Metrics().Register(metrics.Requester{R: up.Requester()}); err != nil {
@@ -317,6 +330,12 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 	// sends the rest (bounded by export.shutdown_timeout) before the
 	// collector's final checkpoint.
 	exp.stop()
+	// The translator's connection ends first (DREQ), so that the
+	// collector's own disconnect at its stop is not taken for a collector
+	// lost (a warning, and reconnect attempts, at every clean stop).
+	if upl != nil {
+		upl.Close()
+	}
 	if cerr := stopCollector(); cerr != nil && err == nil {
 		err = cerr
 	}
