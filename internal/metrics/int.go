@@ -11,7 +11,7 @@ import (
 var (
 	intPackets   = desc("int_packets_total", "INT telemetry report packets received (translator.int_listen).")
 	intReports   = desc("int_reports_total", "INT individual reports mapped onto stores.")
-	intMalformed = desc("int_malformed_total", "INT telemetry report packets and individual reports refused, by reason; they change nothing.", "reason")
+	intMalformed = desc("int_malformed_total", "INT telemetry report packets and individual reports refused, by reason (other: an error of no known kind); they change nothing.", "reason")
 	intDerived   = desc("int_derived_reports_total", "DTA reports derived from INT reports, by part: path, postcard, counter, drop.", "part")
 	intNoFlow    = desc("int_reports_without_flow_total", "INT reports whose inner contents hold no flow (no path, postcard or flow counters for them).")
 	intTruncated = desc("int_paths_truncated_total", "INT paths longer than the path store's value holds, cut to it.")

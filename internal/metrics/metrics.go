@@ -83,9 +83,9 @@ var (
 	alPartial = desc("append_partial_batches_total", "Append batches written before they were full, by store.", "store")
 	alWraps   = desc("append_wrap_splits_total", "Append batches split at a ring's end, by store.", "store")
 	alPending = desc("append_pending_entries", "Append entries the translator holds in partial batches, not yet written to the store, by store.", "store")
-	ruleEvals = desc("rule_evaluations_total", "Paths (Postcarding source) or reports (other sources) a translator rule was evaluated on, by rule.", "rule", "source")
-	ruleFires = desc("rule_fires_total", "Evaluations whose comparison held, each running the rule's action, by rule.", "rule", "source")
-	ruleErrs  = desc("rule_action_errors_total", "Rule actions whose memory ops the sink refused, by rule.", "rule", "source")
+	ruleEvals = desc("rule_evaluations_total", "Paths (Postcarding source) or reports (other sources) a translator rule was evaluated on, by rule and its source store.", "rule", "source")
+	ruleFires = desc("rule_fires_total", "Evaluations whose comparison held, each running the rule's action, by rule and its source store.", "rule", "source")
+	ruleErrs  = desc("rule_action_errors_total", "Rule actions whose memory ops the sink refused, by rule and its source store.", "rule", "source")
 	udpDesc   = map[string]*prometheus.Desc{
 		"datagrams":    desc("udp_datagrams_total", "Datagrams received on the report sockets."),
 		"bytes":        desc("udp_bytes_total", "Bytes received on the report sockets."),
