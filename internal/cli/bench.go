@@ -274,7 +274,10 @@ func (o *benchOptions) complete() error {
 	}
 	c.Memory = uint64(mem)
 	rb, err := store.ParseByteSize(o.recvBuffer)
-	if err != nil || rb > 1<<30 {
+	if err != nil {
+		return usageError("--recv-buffer: %v", err)
+	}
+	if rb > 1<<30 {
 		return usageError("--recv-buffer: %q: want a size up to 1GiB", o.recvBuffer)
 	}
 	c.RecvBuffer = int(rb)

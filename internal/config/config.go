@@ -144,6 +144,9 @@ func decode(r io.Reader, base *File) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkNodes(src); err != nil {
+		return nil, err
+	}
 	f := base
 	if f == nil {
 		f = &File{}
@@ -241,8 +244,9 @@ func cleanYAMLError(err error, src []byte) error {
 			}
 		}
 	}
-	// Errors from a value's own parser (sizes) carry the value but no line:
-	// find the line that holds it.
+	// Errors from a value's own parser (sizes) carry the value but no line;
+	// checkNodes names their key and line first, and this is a fallback for
+	// what it does not reach: find the line that holds the value.
 	if i := strings.Index(msg, "\""); i >= 0 {
 		if j := strings.Index(msg[i+1:], "\""); j > 0 {
 			val := msg[i+1 : i+1+j]

@@ -27,46 +27,49 @@ import (
 
 // Config is one store as configured (YAML keys in the tags). Only the fields
 // of the store's primitive may be set; Memory is an alternative to the
-// primitive's count field (slots, chunks or capacity).
+// primitive's count field (slots, chunks or capacity). A zero field is
+// unset (its default), so YAML leaves it out (omitempty): a configuration
+// file may not write it as 0 (internal/config refuses that), and what dta up
+// --print-config prints must read back.
 type Config struct {
 	Name      string   `yaml:"name"`
 	ID        uint16   `yaml:"id"`
 	Primitive string   `yaml:"primitive"`
-	Default   bool     `yaml:"default"`
-	Memory    ByteSize `yaml:"memory"`
-	Hash      string   `yaml:"hash"`
+	Default   bool     `yaml:"default,omitempty"`
+	Memory    ByteSize `yaml:"memory,omitempty"`
+	Hash      string   `yaml:"hash,omitempty"`
 
 	// Key-Write, Key-Increment (value_size: Key-Write and TEA table).
-	Slots     uint64 `yaml:"slots"`
-	ValueSize int    `yaml:"value_size"`
+	Slots     uint64 `yaml:"slots,omitempty"`
+	ValueSize int    `yaml:"value_size,omitempty"`
 	// Key-Write: the largest N a report may ask for, and the query default;
 	// Key-Increment, Postcarding: the N of every write and query.
-	Redundancy int `yaml:"redundancy"`
+	Redundancy int `yaml:"redundancy,omitempty"`
 
 	// Postcarding.
-	Chunks   uint64  `yaml:"chunks"`
-	Hops     int     `yaml:"hops"`
-	MinValue *uint32 `yaml:"min_value"`
-	MaxValue *uint32 `yaml:"max_value"`
+	Chunks   uint64  `yaml:"chunks,omitempty"`
+	Hops     int     `yaml:"hops,omitempty"`
+	MinValue *uint32 `yaml:"min_value,omitempty"`
+	MaxValue *uint32 `yaml:"max_value,omitempty"`
 
 	// Append.
-	Lists     uint32 `yaml:"lists"`
-	Capacity  uint64 `yaml:"capacity"`
-	EntrySize int    `yaml:"entry_size"`
-	Batch     int    `yaml:"batch"`
+	Lists     uint32 `yaml:"lists,omitempty"`
+	Capacity  uint64 `yaml:"capacity,omitempty"`
+	EntrySize int    `yaml:"entry_size,omitempty"`
+	Batch     int    `yaml:"batch,omitempty"`
 
 	// Sketch-Merge.
-	Rows    int    `yaml:"rows"`
-	Columns uint64 `yaml:"columns"`
-	Epochs  int    `yaml:"epochs"`
-	Kind    string `yaml:"kind"`
+	Rows    int    `yaml:"rows,omitempty"`
+	Columns uint64 `yaml:"columns,omitempty"`
+	Epochs  int    `yaml:"epochs,omitempty"`
+	Kind    string `yaml:"kind,omitempty"`
 
 	// TEA table (primitive teatable, a store no report feeds; value_size
 	// above; hash crc64, the default).
-	Buckets    uint64 `yaml:"buckets"`
-	Cells      int    `yaml:"cells"`
-	KeySize    int    `yaml:"key_size"`
-	Scratchpad int    `yaml:"scratchpad"`
+	Buckets    uint64 `yaml:"buckets,omitempty"`
+	Cells      int    `yaml:"cells,omitempty"`
+	KeySize    int    `yaml:"key_size,omitempty"`
+	Scratchpad int    `yaml:"scratchpad,omitempty"`
 }
 
 // Descriptor is a store's identity and geometry: everything a writer or

@@ -258,9 +258,8 @@ func TestByteSize(t *testing.T) {
 		in   string
 		want store.ByteSize
 	}{
-		{"0", 0}, {"4096", 4096}, {"4096B", 4096}, {"64KiB", 64 << 10}, {"64KB", 64 << 10}, {"64K", 64 << 10},
-		{"512MiB", 512 << 20}, {"3GiB", 3 << 30}, {"3G", 3 << 30}, {"1TiB", 1 << 40}, {"2TB", 2 << 40},
-		{" 8 MiB ", 8 << 20}, {"16777215TiB", 16777215 << 40},
+		{"0", 0}, {"4096", 4096}, {"4096B", 4096}, {"64KiB", 64 << 10}, {"512MiB", 512 << 20}, {"3GiB", 3 << 30},
+		{"1TiB", 1 << 40}, {" 8 MiB ", 8 << 20}, {"16777215TiB", 16777215 << 40},
 	} {
 		t.Run("parses "+tt.in, func(t *testing.T) {
 			got, err := store.ParseByteSize(tt.in)
@@ -273,14 +272,41 @@ func TestByteSize(t *testing.T) {
 			}
 		})
 	}
-	for _, in := range []string{"", "MiB", "-1", "1.5GiB", "1 PiB", "64kib", "12 bytes", "16777216TiB", "0x10", "1e6"} {
-		t.Run("rejects "+in, func(t *testing.T) {
-			if got, err := store.ParseByteSize(in); err == nil {
-				t.Errorf("ParseByteSize(%q) = %d", in, got)
+	for _, tt := range []struct{ in, want string }{
+		{"", "want a whole number of bytes with an optional unit B, KiB, MiB, GiB or TiB"},
+		{"MiB", "want a whole number"},
+		{"-1", "want a whole number"},
+		{"-1GiB", "want a whole number"},
+		{"1.5GiB", "want a whole number"},
+		{"0x10", "want a whole number"},
+		{"1e6", "want a whole number"},
+		{"1 PiB", `unknown unit "PiB"`},
+		{"12 bytes", `unknown unit "bytes"`},
+		{"10 potatoes", `unknown unit "potatoes"`},
+		{"64kib", "write 64KiB (units are case-sensitive"},
+		{"16777216TiB", "too large"},
+		// Decimal units are refused, not read as binary ones.
+		{"1GB", "decimal units (KB, MB, GB, TB) are not accepted: write 1GiB for 1073741824 bytes, or 1000000000 for 1×10^9"},
+		{"3G", "write 3GiB for 3221225472 bytes, or 3000000000 for 3×10^9"},
+		{"64KB", "write 64KiB for 65536 bytes, or 64000"},
+		{"64K", "write 64KiB"},
+		{"64kB", "write 64KiB"},
+		{"512MB", "write 512MiB"},
+		{"2TB", "write 2TiB"},
+		{"1t", "write 1TiB"},
+		{"18446744073709551615TB", "decimal units"},
+	} {
+		t.Run("refuses "+tt.in+" saying what is accepted", func(t *testing.T) {
+			got, err := store.ParseByteSize(tt.in)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ParseByteSize(%q) = %d, %v; want an error containing %q", tt.in, got, err, tt.want)
+			}
+			if err != nil && !strings.Contains(err.Error(), "B, KiB, MiB, GiB or TiB") && !strings.Contains(err.Error(), "too large") {
+				t.Errorf("ParseByteSize(%q): %v does not list the accepted units", tt.in, err)
 			}
 			u := store.ByteSize(7)
-			if err := u.UnmarshalText([]byte(in)); err == nil || u != 7 {
-				t.Errorf("UnmarshalText(%q) changed the value or succeeded", in)
+			if err := u.UnmarshalText([]byte(tt.in)); err == nil || u != 7 {
+				t.Errorf("UnmarshalText(%q) changed the value or succeeded", tt.in)
 			}
 		})
 	}

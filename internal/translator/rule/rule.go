@@ -26,7 +26,7 @@ type Config struct {
 	Source string `yaml:"source"`
 	// Aggregate is sum (the default), max, min or count: over the hop values
 	// present in a path; for a report the aggregate is its value (count: 1).
-	Aggregate string `yaml:"aggregate"`
+	Aggregate string `yaml:"aggregate,omitempty"`
 	// Op compares the aggregate with Threshold: >, >=, <, <=, ==, != (or
 	// gt, ge, lt, le, eq, ne, which need no quotes in YAML).
 	Op        string `yaml:"op"`
@@ -49,7 +49,7 @@ type ActionConfig struct {
 	ListByKey bool `yaml:"list_by_key"`
 	// By is what a counter is incremented by (type increment): one (the
 	// default) or aggregate.
-	By string `yaml:"by"`
+	By string `yaml:"by,omitempty"`
 }
 
 // Aggregate is how a rule reduces a path's hop values to one number.
