@@ -118,7 +118,8 @@ func runCollector(ctx context.Context, f *config.File, load func() (*config.File
 	// The responder is this process's main work: its read loops keep their
 	// Go processors while they wait (dta up, which also translates, does not).
 	rc.KeepProcessor = rc.KernelWait
-	col, err := collector.New(collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs, RDMA: &rc,
+	var late lateTranslator // the exporter, once it runs
+	col, err := collector.New(collector.Config{HTTP: f.Collector.HTTP, Region: f.RegionConfig(), Stores: descs, RDMA: &rc, AfterReset: late.afterReset,
 		XDPFallback: rc.XDP != nil && f.Collector.XDP.Fallback == config.TransportUDP,
 		Durability:  f.DurabilityConfig(), Name: f.Collector.Name,
 		Guard: sec.guardConfig(f)}, logger)
@@ -132,6 +133,9 @@ func runCollector(ctx context.Context, f *config.File, load func() (*config.File
 		return err
 	}
 	defer exp.stop()
+	if exp != nil {
+		late.exp.Store(exp.e) // a reset through the query API starts a new generation
+	}
 	rl := newReloader(load, f, &live{guard: col.Guard(), allowTr: col.SetAllowTranslators}, logger)
 	if err := registerSecurityMetrics(col.Metrics(), rl, nil); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dta-go/dta/internal/admit"
 	"github.com/dta-go/dta/internal/config"
+	"github.com/dta-go/dta/internal/export"
 	"github.com/dta-go/dta/internal/fanout"
 	"github.com/dta-go/dta/internal/ingest"
 	"github.com/dta-go/dta/internal/intmap"
@@ -166,16 +167,24 @@ func (s *translatorStack) resumeFromStores(cat *store.Catalog) {
 	}
 }
 
-// lateTranslator lets a callback made before the translator exists reach it.
+// lateTranslator lets a callback made before the translator (and the
+// exporter) exists reach it.
 type lateTranslator struct {
-	p atomic.Pointer[translatorStack]
+	p   atomic.Pointer[translatorStack]
+	exp atomic.Pointer[export.Exporter]
 }
 
+// afterReset tells the translator that a reset Append store's lists start
+// again at 0, and the exporter that their numbering starts over (a new
+// generation).
 func (l *lateTranslator) afterReset(s *store.Store) {
 	if st := l.p.Load(); st != nil && s.Append != nil {
 		for list := range s.Append.Spec().Lists {
 			st.tr.ResumeAppend(int(s.Index), list, 0)
 		}
+	}
+	if e := l.exp.Load(); e != nil {
+		e.AfterReset(s)
 	}
 }
 

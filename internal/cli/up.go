@@ -288,6 +288,9 @@ func runUp(ctx context.Context, f *config.File, o upOptions, logger *slog.Logger
 		return err
 	}
 	defer exp.stop()
+	if exp != nil {
+		late.exp.Store(exp.e) // a reset through the query API starts a new generation
+	}
 	lv := &live{guard: col.Guard(), gate: st.gate}
 	if roce {
 		lv.allowTr = col.SetAllowTranslators

@@ -107,6 +107,9 @@ func (f *File) validateExport() error {
 		found := false
 		for _, s := range f.Stores {
 			found = found || s.Name == name
+			if s.Name == name && s.Primitive == "sketchmerge" {
+				return fmt.Errorf("export.stores: %q is a Sketch-Merge store, which no export stream carries (Append entries, Postcarding paths, changed Key-Write and Key-Increment slots)", name)
+			}
 		}
 		if !found {
 			return fmt.Errorf("export.stores: %q is not a configured store", name)

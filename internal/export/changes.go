@@ -58,30 +58,53 @@ func newChangeStore(s *store.Store) (*changeStore, error) {
 // exportChanges runs one changes interval over every store: it takes the
 // written blocks, compares their slots with the shadow and sends those that
 // differ, as far as there is room in flight (blocks it could not get to wait
-// for the next interval, their slots coalesced).
+// for the next interval, their slots coalesced). While changed slots of an
+// earlier interval are still unacknowledged (the brokers are slow or gone)
+// it only takes the written blocks: their slots coalesce, and the newest
+// value of each is sent once the brokers have taken the earlier ones.
 func (e *Exporter) exportChanges() {
+	if e.changesInFlight.Load() > 0 {
+		var pending uint64
+		for _, c := range e.changes {
+			pending += c.take()
+		}
+		e.stats.PendingBlocks.Store(pending)
+		return
+	}
 	interval := e.stats.Intervals.Add(1)
 	now := uint64(time.Now().UnixNano())
 	hdr := e.headers(StreamChanges)
 	var pending uint64
 	for _, c := range e.changes {
+		c.take()
 		pending += c.run(e, interval, now, hdr)
 	}
 	e.stats.PendingBlocks.Store(pending)
 }
 
-// run is one interval over c; it returns the blocks still pending.
-func (c *changeStore) run(e *Exporter, interval, now uint64, hdr []kgoHeader) uint64 {
+// take moves the blocks written since the last take into pending and
+// returns how many blocks are pending.
+func (c *changeStore) take() uint64 {
 	var err error
 	c.taken, err = c.tracker.Take(c.taken[:0])
 	if err != nil {
 		return 0
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, b := range c.taken {
 		c.pending[b/64] |= 1 << (b % 64)
 	}
-	c.mu.Unlock()
+	var n int
+	for _, w := range c.pending {
+		n += bits.OnesCount64(w)
+	}
+	return uint64(n)
+}
+
+// run is one interval over c's pending blocks; it returns the blocks still
+// pending.
+func (c *changeStore) run(e *Exporter, interval, now uint64, hdr []kgoHeader) uint64 {
 	var left uint64
 	bs := c.tracker.BlockSize()
 	size := c.s.Region.Size()
@@ -140,7 +163,9 @@ func (c *changeStore) compare(e *Exporter, slot, interval, now uint64, hdr []kgo
 		rec.Previous = binary.LittleEndian.Uint64(prev)
 	}
 	key := []byte(c.s.Name + "/" + strconv.FormatUint(slot, 10))
+	e.changesInFlight.Add(1)
 	e.produce(StreamChanges, e.cfg.Topics.Changes, key, e.encode(&rec), hdr, func(err error) {
+		e.changesInFlight.Add(-1)
 		if err == nil || e.closing.Load() {
 			return
 		}

@@ -229,13 +229,14 @@ func codec(name string) (kgo.CompressionCodec, error) {
 // non-regular file is refused when the configuration is read rather than
 // after the collector is serving. It connects to nothing.
 func (c *Config) CheckFiles() error {
-	_, err := c.clientOptions()
+	_, err := c.clientOptions(nil)
 	return err
 }
 
 // clientOptions turns the configuration into the Kafka client's options,
-// reading the TLS and SASL files.
-func (c *Config) clientOptions() ([]kgo.Opt, error) {
+// reading the TLS and SASL files; watch (if not nil) wraps the SASL
+// mechanism.
+func (c *Config) clientOptions(watch func(sasl.Mechanism) sasl.Mechanism) ([]kgo.Opt, error) {
 	comp, err := codec(c.Compression)
 	if err != nil {
 		return nil, err
@@ -264,6 +265,9 @@ func (c *Config) clientOptions() ([]kgo.Opt, error) {
 		m, err := c.SASL.mechanism()
 		if err != nil {
 			return nil, err
+		}
+		if watch != nil {
+			m = watch(m)
 		}
 		opts = append(opts, kgo.SASL(m))
 	}

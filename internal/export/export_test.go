@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -35,6 +36,7 @@ type fixture struct {
 	w       *translator.Worker
 	cluster *kfake.Cluster
 	mu      sync.Mutex
+	logger  *slog.Logger // the exporters' (nil: discarded)
 }
 
 func newFixture(t testing.TB, lists uint32, capacity uint64, opts ...kfake.Opt) *fixture {
@@ -101,7 +103,7 @@ func (f *fixture) start(t *testing.T, cfg Config) (*Exporter, func()) {
 		cfg.ChangesInterval = 50 * time.Millisecond
 	}
 	cfg.Collector = "test-collector"
-	e, err := New(cfg, f.cat, nil)
+	e, err := New(cfg, f.cat, f.logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +213,7 @@ func decodeAppend(t *testing.T, format Format, r *kgo.Record) AppendEntry {
 	}
 	m := schemaMessage(t, SchemaAppendEntry, r.Value)
 	e.Collector, e.Store = m["collector"].(string), m["store"].(string)
-	e.List, e.Index = uint32(asUint(m["list"])), asUint(m["index"])
+	e.List, e.Index, e.Generation = uint32(asUint(m["list"])), asUint(m["index"]), asUint(m["generation"])
 	e.Data, _ = m["data"].([]byte)
 	return e
 }

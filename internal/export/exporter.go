@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/dta-go/dta/internal/store"
@@ -46,20 +47,29 @@ const (
 	// DropShutdown: records still unacknowledged when the shutdown timeout
 	// ran out.
 	DropShutdown
+	// DropRefused: a path the brokers refused with an error that sending
+	// again cannot fix (a non-retriable Kafka error such as
+	// TOPIC_AUTHORIZATION_FAILED or MESSAGE_TOO_LARGE). Paths that fail
+	// otherwise are queued again.
+	DropRefused
 	NumDropReasons
 )
 
 // String names the reason as the metrics do.
 func (r DropReason) String() string {
-	return [...]string{"queue_full", "lapped", "shutdown"}[r]
+	return [...]string{"queue_full", "lapped", "shutdown", "refused"}[r]
 }
 
 // Stats counts what the exporter did. Fields are updated atomically.
 type Stats struct {
 	Records [NumStreams]atomic.Uint64 // records the brokers acknowledged
 	Bytes   [NumStreams]atomic.Uint64 // their value bytes
-	Errors  [NumStreams]atomic.Uint64 // records that failed (Append and changes are sent again)
+	Errors  [NumStreams]atomic.Uint64 // records that failed (Append and changes are sent again, paths queued again unless refused)
 	Dropped [NumStreams][NumDropReasons]atomic.Uint64
+	// BrokerErrors counts failed attempts to connect to a broker, by
+	// reason (BrokerConnect, BrokerTLS, BrokerAuth), and requests whose
+	// connection broke (BrokerRequest).
+	BrokerErrors [NumBrokerErrors]atomic.Uint64
 	// AppendLag is the Append entries published in the stores and not yet
 	// acknowledged, summed over the lists (updated every poll).
 	AppendLag atomic.Uint64
@@ -73,8 +83,11 @@ type Stats struct {
 	LastAck atomic.Int64
 	// Intervals counts the changes intervals run.
 	Intervals atomic.Uint64
-	// CursorResets counts Append lists found behind their saved cursor (a
-	// store reset or replaced), restarted at their oldest entry.
+	// CursorResets counts the times an Append list's numbering started
+	// over as the exporter saw it, each beginning a new generation: a reset
+	// seen while running (read again from the oldest entry), a restart whose
+	// restored head is below the saved cursor (resumed at the head), or a
+	// cursor file of another geometry (once for the store).
 	CursorResets atomic.Uint64
 }
 
@@ -96,6 +109,10 @@ type Exporter struct {
 	lastLog [NumStreams]atomic.Int64
 	hdr     [NumStreams][]kgo.RecordHeader
 	runOnce sync.Once
+	brokers brokerWatch
+	// changesInFlight is the changed slots handed to the client and not
+	// yet acknowledged: a changes interval waits for them.
+	changesInFlight atomic.Int64
 }
 
 // New builds an exporter over cat's stores (nil: paths only, as for a
@@ -122,12 +139,13 @@ func New(cfg Config, cat *store.Catalog, logger *slog.Logger) (*Exporter, error)
 			return nil, fmt.Errorf("export: %w", err)
 		}
 	}
-	opts, err := cfg.clientOptions()
+	e.brokers.init(&e.stats, e.logger)
+	opts, err := cfg.clientOptions(e.brokers.watchSASL)
 	if err != nil {
 		e.stop()
 		return nil, fmt.Errorf("export.%w", err)
 	}
-	opts = append(opts, kgo.WithLogger(kgoLogger{e.logger}))
+	opts = append(opts, kgo.WithLogger(&kgoLogger{l: e.logger}), kgo.WithHooks(&e.brokers))
 	if e.cl, err = kgo.NewClient(opts...); err != nil {
 		e.stop()
 		return nil, fmt.Errorf("export: kafka client: %w", err)
@@ -139,14 +157,19 @@ func New(cfg Config, cat *store.Catalog, logger *slog.Logger) (*Exporter, error)
 func (e *Exporter) bindStores(cat *store.Catalog) error {
 	want := func(name string) bool { return len(e.cfg.Stores) == 0 || slices.Contains(e.cfg.Stores, name) }
 	for _, name := range e.cfg.Stores {
-		if cat.ByName(name) == nil {
+		s := cat.ByName(name)
+		if s == nil {
 			return fmt.Errorf("stores: %q is not a configured store", name)
+		}
+		if s.SketchMerge != nil {
+			return fmt.Errorf("stores: %q is a Sketch-Merge store, which no export stream carries (name Append, Key-Write, Key-Increment or Postcarding stores)", name)
 		}
 	}
 	saved, err := readCursorFile(e.cfg.CursorFile)
 	if err != nil {
 		return err
 	}
+	now := time.Now()
 	var shadow uint64
 	for _, s := range cat.Stores() {
 		if !want(s.Name) {
@@ -154,7 +177,7 @@ func (e *Exporter) bindStores(cat *store.Catalog) error {
 		}
 		switch {
 		case s.Append != nil && e.cfg.Topics.Append != "":
-			e.tails = append(e.tails, newAppendTail(s, saved[s.Name], e.cfg.StartLatest, &e.stats))
+			e.tails = append(e.tails, newAppendTail(s, saved.stores[s.Name], saved.clean, e.cfg.StartLatest, &e.stats, now))
 		case (s.KeyWrite != nil || s.KeyIncrement != nil) && e.cfg.Topics.Changes != "":
 			shadow += s.Region.Size()
 			if shadow > e.cfg.MaxShadowBytes {
@@ -196,17 +219,23 @@ func (e *Exporter) Run(ctx context.Context) error {
 	defer e.stop()
 	var wg sync.WaitGroup
 	if len(e.tails) > 0 {
-		wg.Go(func() { e.every(ctx, e.cfg.PollInterval, func() { e.pollAppend() }) })
 		if e.cfg.CursorFile != "" {
+			// Before anything is sent: a crash from here on must not find a
+			// file that says the last stop was clean.
+			if err := e.saveCursors(false); err != nil {
+				e.logger.Error("saving the export cursors failed; a crash before the next save may reuse Append generations", "err", err)
+			}
 			wg.Go(func() {
 				e.every(ctx, time.Second, func() {
-					if err := e.saveCursors(); err != nil {
+					if err := e.saveCursors(false); err != nil {
 						e.logger.Warn("saving the export cursors failed", "err", err)
 					}
 				})
 			})
 		}
+		wg.Go(func() { e.every(ctx, e.cfg.PollInterval, func() { e.pollAppend() }) })
 	}
+	wg.Go(func() { e.probe(ctx) })
 	if e.paths != nil {
 		wg.Go(func() { e.drainPaths(ctx) })
 	}
@@ -258,8 +287,8 @@ func (e *Exporter) finish() error {
 	e.closing.Store(true)
 	left := e.stats.InFlight.Load()
 	e.cl.Close() // fails what is still buffered: counted as dropped (shutdown)
-	if e.cfg.CursorFile != "" {
-		if serr := e.saveCursors(); serr != nil {
+	if e.cfg.CursorFile != "" && len(e.tails) > 0 {
+		if serr := e.saveCursors(true); serr != nil {
 			e.logger.Error("saving the export cursors failed", "err", serr)
 		}
 	}
@@ -331,7 +360,8 @@ func (e *Exporter) produce(s Stream, topic string, key, value []byte, hdr []kgo.
 	})
 }
 
-// errorLogEvery limits the error log to one line per stream this often.
+// errorLogEvery limits the error log to one line per stream (and the
+// broker log to one line per reason) this often.
 var errorLogEvery = int64(10 * time.Second)
 
 func (e *Exporter) logError(s Stream, err error) {
@@ -342,7 +372,25 @@ func (e *Exporter) logError(s Stream, err error) {
 	if prev := last.Load(); now-prev < errorLogEvery || !last.CompareAndSwap(prev, now) {
 		return
 	}
-	e.logger.Warn("kafka refused or lost records; they are sent again where the stream allows", "stream", s.String(), "err", err)
+	var then string
+	switch {
+	case s == StreamAppend:
+		then = "the Append entries are sent again, in order from the first that failed"
+	case s == StreamChanges:
+		then = "the slots are compared again at the next changes interval and sent if they still differ"
+	case refusedForGood(err):
+		then = `the paths are dropped, counted in dta_export_dropped_total{stream="paths",reason="refused"}`
+	default:
+		then = `the paths are queued again (those that find the path queue full are dropped, reason="queue_full")`
+	}
+	e.logger.Warn("kafka did not take records", "stream", s.String(), "err", err, "then", then)
+}
+
+// refusedForGood reports whether err is a Kafka error that sending the same
+// record again cannot fix.
+func refusedForGood(err error) bool {
+	var ke *kerr.Error
+	return errors.As(err, &ke) && !ke.Retriable
 }
 
 // encode marshals a record in the configured format.
@@ -357,12 +405,33 @@ func (e *Exporter) encode(m interface{ AppendProto([]byte) []byte }) []byte {
 	return m.AppendProto(nil)
 }
 
-// kgoLogger sends the Kafka client's warnings and errors to slog.
-type kgoLogger struct{ l *slog.Logger }
+// kgoLogger sends the Kafka client's warnings and errors to slog, each
+// message at most once per errorLogEvery (the client repeats them for every
+// retry; the counters have the rest).
+type kgoLogger struct {
+	l    *slog.Logger
+	mu   sync.Mutex
+	last map[string]int64 // message: when last logged, Unix ns
+}
 
-func (k kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+func (k *kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
 
-func (k kgoLogger) Log(level kgo.LogLevel, msg string, kv ...any) {
+func (k *kgoLogger) Log(level kgo.LogLevel, msg string, kv ...any) {
+	now := time.Now().UnixNano()
+	k.mu.Lock()
+	if k.last == nil {
+		k.last = map[string]int64{}
+	}
+	prev, seen := k.last[msg]
+	if seen && now-prev < errorLogEvery {
+		k.mu.Unlock()
+		return
+	}
+	if len(k.last) > 1000 { // bounded: the client's messages are constants
+		clear(k.last)
+	}
+	k.last[msg] = now
+	k.mu.Unlock()
 	lv := slog.LevelWarn
 	if level == kgo.LogLevelError {
 		lv = slog.LevelError

@@ -98,5 +98,26 @@ func (e *Exporter) sendPath(it *pathItem) {
 	rkey := make([]byte, 0, len(name)+1+2*len(key))
 	rkey = append(append(rkey, name...), '/')
 	rkey = hex.AppendEncode(rkey, key)
-	e.produce(StreamPaths, e.cfg.Topics.Paths, rkey, e.encode(&rec), e.headers(StreamPaths), nil)
+	item := *it
+	e.produce(StreamPaths, e.cfg.Topics.Paths, rkey, e.encode(&rec), e.headers(StreamPaths), func(err error) {
+		if err != nil && !e.closing.Load() {
+			e.retryPath(&item, err)
+		}
+	})
+}
+
+// retryPath queues a path the brokers did not take again, behind the new
+// ones, unless their error is final (counted refused) or the queue is full
+// (counted queue_full): the path queue bounds the resends too.
+func (e *Exporter) retryPath(it *pathItem, err error) {
+	if refusedForGood(err) {
+		e.stats.Dropped[StreamPaths][DropRefused].Add(1)
+		return
+	}
+	select {
+	case e.paths <- *it:
+		e.stats.PathQueue.Add(1)
+	default:
+		e.stats.Dropped[StreamPaths][DropQueueFull].Add(1)
+	}
 }

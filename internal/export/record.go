@@ -32,6 +32,10 @@ type AppendEntry struct {
 	Data             []byte `json:"data"`
 	ReadTimeUnixNano uint64 `json:"read_time_unix_nano"`
 	LostBefore       uint64 `json:"lost_before,omitempty"`
+	// Generation names the list's numbering the index belongs to: the
+	// same (collector, store, list, generation, index) is always the same
+	// entry (see appendtail.go and the schema).
+	Generation uint64 `json:"generation"`
 }
 
 // Hop is one hop of a PostcardPath.
@@ -95,6 +99,7 @@ func (r *AppendEntry) AppendProto(dst []byte) []byte {
 	dst = appendBytes(dst, 5, r.Data)
 	dst = appendVarint(dst, 6, r.ReadTimeUnixNano)
 	dst = appendVarint(dst, 7, r.LostBefore)
+	dst = appendVarint(dst, 8, r.Generation)
 	return dst
 }
 
