@@ -161,16 +161,19 @@ func New(cfg Config, logger *slog.Logger) (*Collector, error) {
 		c.Close()
 		return nil, fmt.Errorf("collector: %w", err)
 	}
+	// Every other path and method: JSON 404/405, counted by reason in
+	// dta_http_refused_total (no_route, method), as on the translator; so
+	// is a path under the dashboard's assets that is none.
+	get := []string{http.MethodGet}
+	unrouted := c.guard.Unrouted(map[string][]string{"/metrics": get, "/healthz": get, "/": get})
+	ui.NotFound = unrouted
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", c.query.Handler())
 	mux.Handle("GET /metrics", c.reg.Handler())
 	mux.HandleFunc("GET /healthz", c.healthz)
 	mux.Handle("GET /{$}", ui)             // the dashboard (internal/web)
 	mux.Handle("GET "+web.AssetPrefix, ui) // and its assets
-	// Every other path and method: JSON 404/405, counted by reason in
-	// dta_http_refused_total (no_route, method), as on the translator.
-	get := []string{http.MethodGet}
-	mux.Handle("/", c.guard.Unrouted(map[string][]string{"/metrics": get, "/healthz": get, "/": get}))
+	mux.Handle("/", unrouted)
 	c.srv = c.guard.NewServer(mux, slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
 	return c, nil
 }

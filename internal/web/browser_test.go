@@ -320,6 +320,18 @@ func TestDashboardSendsTheAPIToken(t *testing.T) {
 	ctx := b.ctx
 	run(t, ctx, "open the dashboard", chromedp.Navigate(guard.URL+"/"))
 	waitText(t, ctx, "#status", "the page asks for a token", func(s string) bool { return strings.Contains(s, "API token") })
+	// A wrong token is told apart from none, with the server's reason; a
+	// token no HTTP header can carry is refused before any request.
+	run(t, ctx, "enter a wrong token", chromedp.SendKeys(chromedp.CSS("#token"), "wrong-token"), chromedp.Click(chromedp.CSS("#auth button[type=submit]")))
+	waitText(t, ctx, "#status", "the wrong token refused, with the server's reason", func(s string) bool {
+		return strings.Contains(s, "was not accepted (unauthorized)")
+	})
+	eval[bool](t, ctx, `(document.getElementById('token').value = 'two words', true)`)
+	run(t, ctx, "enter a token with a space", chromedp.Click(chromedp.CSS("#auth button[type=submit]")))
+	waitText(t, ctx, "#status", "the token with a space refused", func(s string) bool {
+		return strings.Contains(s, "characters an HTTP header cannot carry")
+	})
+	eval[bool](t, ctx, `(document.getElementById('token').value = '', true)`)
 	// The browser logs the refused requests; those are expected here.
 	b.takeProblems()
 	run(t, ctx, "enter the token", chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS("#auth button[type=submit]")))

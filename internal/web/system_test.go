@@ -83,7 +83,7 @@ func TestTheCollectorServesTheDashboardBesideItsAPI(t *testing.T) {
 		{"/ui/style.css", "text/css; charset=utf-8", "--accent", http.StatusOK},
 		{"/v1/stores/append/append", "application/json", `"lists":8`, http.StatusOK},
 		{"/metrics", "text/plain", "dta_append_pending_entries", http.StatusOK},
-		{"/ui/missing.js", "text/plain; charset=utf-8", "404", http.StatusNotFound},
+		{"/ui/missing.js", "application/json", `"error":"no endpoint GET /ui/missing.js`, http.StatusNotFound},
 		{"/elsewhere", "application/json", `"error":"no endpoint GET`, http.StatusNotFound},
 	} {
 		status, ctype, body := httpGet(t, base+tt.path)
@@ -91,4 +91,8 @@ func TestTheCollectorServesTheDashboardBesideItsAPI(t *testing.T) {
 			t.Errorf("GET %s: %d %q, want %d %q with %q", tt.path, status, ctype, tt.status, tt.ctype, tt.contains)
 		}
 	}
+}
+
+func (r *reporter) keyIncrement(key uint32, delta uint64) {
+	r.send(&dta.Report{Opcode: dta.OpKeyIncrement, Redundancy: 2, Key: be32(key), Delta: delta})
 }

@@ -59,6 +59,9 @@ type asset struct {
 type Dashboard struct {
 	index  *asset
 	assets map[string]*asset // by path below AssetPrefix
+	// NotFound, if set, answers a path that is no asset (the server's own
+	// refusal: a JSON 404, counted); otherwise a plain-text 404.
+	NotFound http.Handler
 }
 
 // New returns the dashboard over the embedded assets.
@@ -126,6 +129,10 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a = d.assets[strings.TrimPrefix(p, AssetPrefix)]
 	}
 	if a == nil {
+		if d.NotFound != nil {
+			d.NotFound.ServeHTTP(w, r)
+			return
+		}
 		http.Error(w, "404 page not found: the dashboard is at /", http.StatusNotFound)
 		return
 	}

@@ -7,7 +7,7 @@
 // docs/openapi.yaml. With an API token set, every request carries it as a
 // bearer token; the token lives in this tab's sessionStorage only.
 import { Chart, COLORS } from './chart.js';
-import { fmtBytes, fmtInt, fmtPercent, fmtSeconds, fmtSI } from './format.js';
+import { fmtBytes, fmtClock, fmtInt, fmtPercent, fmtSeconds, fmtSI } from './format.js';
 import { parseMetrics, rate, Sample } from './prom.js';
 
 // Every path this page requests, as documented in docs/openapi.yaml.
@@ -88,7 +88,13 @@ async function request(name, params, query) {
   if ([...q.keys()].length) url += '?' + q.toString();
   const headers = { Accept: name === 'metrics' ? 'text/plain' : 'application/json' };
   const token = load('session', TOKEN_KEY, '');
-  if (token) headers.Authorization = 'Bearer ' + token;
+  if (token) {
+    if (!tokenOK(token)) {
+      authNeeded = true;
+      throw new APIError(0, 'the API token holds characters an HTTP header cannot carry (spaces, or letters outside ASCII): check what was pasted');
+    }
+    headers.Authorization = 'Bearer ' + token;
+  }
   let resp;
   try {
     resp = await fetch(url, { headers, cache: 'no-store', credentials: 'same-origin', signal: AbortSignal.timeout(15000) });
@@ -97,17 +103,34 @@ async function request(name, params, query) {
   }
   if (resp.status === 401 || resp.status === 403) {
     authNeeded = true;
-    throw new APIError(resp.status, resp.status === 401
-      ? 'the collector asks for an API token: enter it above'
-      : 'the API token was refused');
+    let why = '';
+    try { why = (await resp.json()).error || ''; } catch (_) { /* not JSON */ }
+    if (resp.status === 403) throw new APIError(403, 'the API token was refused' + (why ? ': ' + why : ''));
+    throw new APIError(401, token
+      ? 'the API token was not accepted' + (why ? ' (' + why + ')' : '') + ': enter another above'
+      : 'the collector asks for an API token: enter it above');
   }
   return resp;
+}
+
+// tokenOK reports whether token can travel in an Authorization header:
+// visible ASCII only (a bearer token has no spaces).
+function tokenOK(token) {
+  return /^[\x21-\x7e]+$/.test(token);
+}
+
+// parseJSON parses an answer, keeping integers beyond 2^53 exact as BigInt
+// (a Key-Increment count may be any 64-bit number; JavaScript's numbers are
+// doubles). Browsers without the reviver's source text keep doubles.
+function parseJSON(text) {
+  return JSON.parse(text, (k, v, ctx) => (typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v) &&
+    ctx && typeof ctx.source === 'string' && /^-?\d+$/.test(ctx.source)) ? BigInt(ctx.source) : v);
 }
 
 async function getJSON(name, params, query) {
   const resp = await request(name, params, query);
   let body = null;
-  try { body = await resp.json(); } catch (_) { /* not JSON */ }
+  try { body = parseJSON(await resp.text()); } catch (_) { /* not JSON */ }
   if (!resp.ok) {
     throw new APIError(resp.status, (body && body.error) || ('HTTP ' + resp.status));
   }
@@ -132,6 +155,7 @@ let stores = []; // GET /v1/stores
 let storesAt = 0;
 const prevHeads = new Map(); // "store/list" -> {t, head}
 let samples = 0;
+let lastOK = 0; // when the last sample came back
 const charts = {};
 
 // ---- rendering ---------------------------------------------------------
@@ -435,6 +459,10 @@ function renderHealth(h, cur) {
   if (cpu !== null) parts.push('CPU ' + fmtPercent(cpu));
   const rss = cur.sum('process_resident_memory_bytes');
   if (rss !== null) parts.push('RSS ' + fmtBytes(rss));
+  if (h.name) {
+    parts.unshift(h.name);
+    document.title = 'dta collector · ' + h.name;
+  }
   const e = $('health');
   e.textContent = parts.join(' · ');
   e.className = 'health ' + (h.status === 'ok' ? 'ok' : 'bad');
@@ -486,10 +514,17 @@ async function tick() {
     document.body.dataset.samples = String(samples);
     drawCharts();
     setStatus('');
+    lastOK = Date.now();
+    document.body.classList.remove('stale');
     const follow = $('q-append');
     if (follow.elements.follow.checked) runQuery(follow, true);
   } catch (e) {
-    setStatus((e && e.message) || String(e));
+    const msg = (e && e.message) || String(e);
+    // Unreachable: what is shown is as old as the last sample, and says so.
+    const stale = e instanceof APIError && e.status === 0 && lastOK > 0;
+    setStatus(stale ? msg + ' — the figures below are from ' + fmtClock(lastOK) + ', the last sample that came back' : msg);
+    document.body.classList.toggle('stale', stale);
+    if (stale) $('health').textContent = 'unreachable · last sample ' + fmtClock(lastOK);
     $('health').className = 'health bad';
     if (authNeeded) {
       $('token').focus();
@@ -520,19 +555,19 @@ function showResult(form, content, isError) {
 
 const queries = {
   async keywrite(f) {
-    const r = await getJSON('keywrite', { store: f.store.value }, { key: f.key.value.trim(), n: f.n.value });
-    const lines = ['status  ' + r.status];
+    const r = await getJSON('keywrite', { store: f.store.value }, { key: keyOf(f), n: f.n.value });
+    const lines = ['key     ' + r.key, 'status  ' + r.status];
     if (r.status === 'found') lines.push('value   ' + r.value + (r.value_u32 !== undefined ? '  (u32 ' + r.value_u32 + ')' : ''));
     lines.push('votes   ' + r.votes + ' of ' + r.checks + ' matching copies, ' + r.copies + ' read');
     return lines.join('\n');
   },
   async keyincrement(f) {
-    const r = await getJSON('keyincrement', { store: f.store.value }, { key: f.key.value.trim() });
-    return 'count   ' + fmtInt(r.count) + '\n' + 'minimum of ' + r.copies + ' counters';
+    const r = await getJSON('keyincrement', { store: f.store.value }, { key: keyOf(f) });
+    return 'key     ' + r.key + '\ncount   ' + fmtInt(r.count) + '\n' + 'minimum of ' + r.copies + ' counters';
   },
   async postcard(f) {
-    const r = await getJSON('postcard', { store: f.store.value }, { key: f.key.value.trim() });
-    const lines = ['status  ' + r.status];
+    const r = await getJSON('postcard', { store: f.store.value }, { key: keyOf(f) });
+    const lines = ['key     ' + r.key, 'status  ' + r.status];
     if (r.hops.length) {
       lines.push('path    ' + r.hops.map((h) => (h.present ? String(h.value) : '?')).join(' → '));
       lines.push('length  ' + (r.path_len || 'unknown') + (r.complete ? ', complete' : ', incomplete'));
@@ -543,16 +578,17 @@ const queries = {
   async sketchmerge(f) {
     const store = f.store.value;
     const epoch = f.epoch.value.trim();
-    const q = { key: f.key.value.trim() };
+    const q = { key: keyOf(f) };
     if (epoch !== '') q.epoch = epoch;
     const r = await getJSON('sketchmerge', { store }, q);
     const e = await getJSON('sketchEpochs', { store });
     const held = (e.epochs || []).map((x) => x.epoch + ' ' + x.state).join(', ');
-    return 'estimate ' + fmtInt(r.estimate) + '\n' + 'epoch    ' + r.epoch + (held ? '  (held: ' + held + ')' : '');
+    return 'key      ' + r.key + '\nestimate ' + fmtInt(r.estimate) + '\n' + 'epoch    ' + r.epoch + (held ? '  (held: ' + held + ')' : '');
   },
   async append(f) {
-    const store = f.store.value;
+    const store = storeOf(f);
     const list = f.list.value.trim();
+    if (!/^\d+$/.test(list)) throw new Error('list: enter a list id, a whole number from 0');
     const count = Math.min(Math.max(Number(f.count.value) || 20, 1), 1000);
     const { head } = await getJSON('appendHead', { store, list });
     const r = await getJSON('appendPoll', { store, list }, { cursor: Math.max(0, head - count), limit: count });
@@ -565,12 +601,44 @@ const queries = {
   },
 };
 
+// keyOf returns the form's key, refusing an empty one before any request.
+function keyOf(f) {
+  storeOf(f);
+  const k = f.key.value.trim();
+  if (k === '') throw new Error('key: enter a key (42, 0x0a0b, or a 5-tuple tcp,10.0.0.1:5000,10.0.0.2:80)');
+  return k;
+}
+
+// storeOf returns the form's store, or refuses while the stores are loading.
+function storeOf(f) {
+  if (!f.store.value) throw new Error('the stores are still loading: try again in a moment');
+  return f.store.value;
+}
+
+// runQuery asks a form's query and shows its answer. A box shows the answer
+// to the last question asked of it: an answer that comes back after a newer
+// question was asked is dropped, so a slow reply to an older key never
+// replaces the newer key's (each answer also names its key).
 async function runQuery(form, quiet) {
+  const seq = (Number(form.dataset.seq) || 0) + 1;
+  form.dataset.seq = String(seq);
+  const out = form.querySelector('output');
+  if (!quiet) {
+    out.classList.add('pending');
+    out.setAttribute('aria-busy', 'true');
+  }
   try {
     const text = await queries[form.dataset.primitive](form.elements);
+    if (form.dataset.seq !== String(seq)) return;
     showResult(form, text, false);
   } catch (e) {
+    if (form.dataset.seq !== String(seq)) return;
     if (!quiet || !(e instanceof APIError)) showResult(form, (e && e.message) || String(e), true);
+  } finally {
+    if (form.dataset.seq === String(seq)) {
+      out.classList.remove('pending');
+      out.removeAttribute('aria-busy');
+    }
   }
 }
 
@@ -606,7 +674,12 @@ function start() {
   $('token').value = load('session', TOKEN_KEY, '');
   $('auth').addEventListener('submit', (e) => {
     e.preventDefault();
-    save('session', TOKEN_KEY, $('token').value.trim());
+    const tok = $('token').value.trim();
+    if (tok !== '' && !tokenOK(tok)) {
+      setStatus('the API token holds characters an HTTP header cannot carry (spaces, or letters outside ASCII): check what was pasted');
+      return;
+    }
+    save('session', TOKEN_KEY, tok);
     authNeeded = false;
     stores = [];
     tick();
@@ -617,6 +690,7 @@ function start() {
   });
   $('drops-all').addEventListener('change', () => tick());
   for (const form of document.querySelectorAll('form.query')) {
+    form.querySelector('button[type=submit]').disabled = true; // until the stores are known
     form.addEventListener('submit', (e) => {
       e.preventDefault();
       runQuery(form, false);

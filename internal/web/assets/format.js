@@ -1,6 +1,7 @@
 // Number formatting shared by the dashboard's modules.
 
 export function fmtInt(v) {
+  if (typeof v === 'bigint') return v.toLocaleString('en-US'); // exact beyond 2^53
   return v === null || v === undefined || !isFinite(v) ? '–' : Math.round(v).toLocaleString('en-US');
 }
 export function fmtNum(v) {
@@ -18,8 +19,10 @@ export function fmtSI(v, unit) {
 }
 export function fmtBytes(v) {
   if (v === null || v === undefined || !isFinite(v)) return '–';
+  // A value that three significant digits round up to 1000 of a unit is
+  // shown in the next (1000 KiB is 0.977 MiB, shown as 0.977 MiB).
   for (const [d, s] of [[2 ** 40, 'TiB'], [2 ** 30, 'GiB'], [2 ** 20, 'MiB'], [2 ** 10, 'KiB']]) {
-    if (v >= d) return fmtNum(v / d) + ' ' + s;
+    if (v >= d * 0.9765625) return fmtNum(v / d) + ' ' + s;
   }
   return fmtInt(v) + ' B';
 }
