@@ -117,6 +117,7 @@ func TestBadConfigsNameTheKey(t *testing.T) {
 		{"an export CA file that does not exist", "export:\n  brokers: [kafka:9092]\n  tls:\n    enabled: true\n    ca_file: /nonexistent/ca.pem\n", "export.tls.ca_file"},
 		{"an unknown export format", "export:\n  brokers: [k:9092]\n  format: avro\n", "export.format"},
 		{"an export of an unknown store", "export:\n  brokers: [k:9092]\n  stores: [nope]\n", "export.stores"},
+		{"an export setting out of range with no brokers yet (--export-brokers may give them)", "export:\n  linger: -1s\n", "export.linger"},
 		{"an export of a Sketch-Merge store", "export:\n  brokers: [k:9092]\n  stores: [sketchmerge]\n", "is a Sketch-Merge store"},
 		{"an unknown export start", "export:\n  start: middle\n", "export.start"},
 		{"an unknown export key", "export:\n  brokerz: []\n", `unknown key "brokerz"`},

@@ -88,13 +88,21 @@ func (f *File) ExportConfig() *export.Config {
 	return c
 }
 
-// validateExport checks the export: section (only when brokers are set).
+// validateExport checks the export: section: its values always, its files
+// and stores when brokers are set.
 func (f *File) validateExport() error {
 	if s := f.Export.Start; s != "earliest" && s != "latest" {
 		return fmt.Errorf("export.start: %q (want earliest or latest)", s)
 	}
 	c := f.ExportConfig()
 	if c == nil {
+		// No brokers yet (--export-brokers may give them): the other
+		// values are still checked now, when the file is read.
+		g := *f
+		g.Export.Brokers = []string{"brokers.example:9092"}
+		if err := g.ExportConfig().Validate(); err != nil {
+			return fmt.Errorf("export.%w", err)
+		}
 		return nil
 	}
 	if err := c.Validate(); err != nil {
