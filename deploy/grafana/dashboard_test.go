@@ -352,6 +352,8 @@ var onlyWhenConfigured = map[string]string{
 	"dta_fanout_copies_total":                 "dta translator --collector A,B,C (several collectors)",
 	"dta_fanout_malformed_total":              "dta translator --collector A,B,C (several collectors)",
 	"dta_fanout_drops_total":                  "dta translator --collector A,B,C (several collectors)",
+	"dta_fanout_acks_total":                   "dta translator --collector A,B,C (several collectors)",
+	"dta_fanout_nacks_total":                  "dta translator --collector A,B,C (several collectors)",
 	"dta_fanout_collector_up":                 "dta translator --collector A,B,C (several collectors)",
 	"dta_fanout_replicas":                     "dta translator --collector A,B,C (several collectors)",
 	"dta_xdp_packets_total":                   "translator.transport: xdp",

@@ -41,6 +41,7 @@ func TestAHeldPortIsRefusedBeforeAnythingStarts(t *testing.T) {
 		{"the collector's HTTP port", []string{"collector", "--config", cfg, "--rdma", "127.0.0.1:0", "--http", h}, "--http (collector.http): tcp " + h},
 		{"the translator's report port", []string{"translator", "--config", cfg, "--collector", "127.0.0.1:9", "--listen", u, "--http", "127.0.0.1:0"}, "--listen (translator.listen): udp " + u},
 		{"the translator's HTTP port", []string{"translator", "--config", cfg, "--collector", "127.0.0.1:9", "--listen", "127.0.0.1:0", "--http", h}, "--http (translator.http): tcp " + h},
+		{"the translator's RoCEv2 source address", []string{"translator", "--config", cfg, "--collector", "127.0.0.1:9", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--rdma-local", u}, "--rdma-local (translator.rdma_local): udp " + u},
 		{"an address the host does not have", []string{"collector", "--config", cfg, "--rdma", "192.0.2.1:4791", "--http", "127.0.0.1:0"}, "--rdma (collector.rdma): udp 192.0.2.1:4791: cannot listen"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -108,7 +108,8 @@ func runTranslator(ctx context.Context, f *config.File, load func() (*config.Fil
 	}
 	if err := checkListenAddrs(listenAddr{"--listen (translator.listen)", "udp", f.Translator.Listen},
 		listenAddr{"--int-listen (translator.int_listen)", "udp", f.Translator.INTListen},
-		listenAddr{"--http (translator.http)", "tcp", f.Translator.HTTP}); err != nil {
+		listenAddr{"--http (translator.http)", "tcp", f.Translator.HTTP},
+		listenAddr{"--rdma-local (translator.rdma_local)", "udp", f.Translator.RDMALocal}); err != nil {
 		return err
 	}
 	sec, err := readSecurity(f)

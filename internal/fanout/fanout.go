@@ -62,6 +62,10 @@ type Stats struct {
 	// rate_limited). What a collector's translator refuses (an unknown
 	// store, a value of the wrong size, its sink) it counts itself.
 	Drops [translator.NumReasons]atomic.Uint64
+	// Acks and Nacks count the ACKs and NACKs the front end answered
+	// retransmittable datagrams with (the sequence is the front end's, not
+	// any collector's translator's).
+	Acks, Nacks atomic.Uint64
 }
 
 // Router routes reports to the translators of their collectors.
@@ -190,6 +194,14 @@ func (w *Worker) Handle(b []byte, from netip.AddrPort, now int64) []byte {
 	if h.Retransmit() && !w.dec.Legacy && len(b) >= dta.HeaderLen {
 		apply, reason, ack := w.r.seq.Check(w.reply[:0], from, h.Seq)
 		reply = ack
+		var a dta.Ack
+		if a.Decode(ack) == nil {
+			if a.NACK {
+				w.r.stats.Nacks.Add(1)
+			} else {
+				w.r.stats.Acks.Add(1)
+			}
+		}
 		if !apply {
 			w.refuse(reason, nil, from, now)
 			return reply

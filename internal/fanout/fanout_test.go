@@ -284,6 +284,9 @@ func TestRetransmittableDatagramsAreCheckedOnceAndAcked(t *testing.T) {
 	if got := c.router.Stats().Reports.Load(); got != 1 {
 		t.Errorf("%d reports routed, want 1 (the NACKed datagram is not applied)", got)
 	}
+	if a, n := c.router.Stats().Acks.Load(), c.router.Stats().Nacks.Load(); a != 1 || n != 1 {
+		t.Errorf("the front end counted %d ACKs and %d NACKs, want 1 and 1", a, n)
+	}
 }
 
 func TestABatchedRouterAppliesEachCollectorsOpsAtTheEndOfTheBatch(t *testing.T) {

@@ -42,13 +42,15 @@ var (
 	foCopies    = desc("fanout_copies_total", "Reports handed to collectors' translators (replicas per report), by collector.", "collector")
 	foMalformed = desc("fanout_malformed_total", "Datagrams or reports the front end could not decode (also in dta_fanout_drops_total, by reason).")
 	foDrops     = desc("fanout_drops_total", "Datagrams and reports the front end refused before any collector's translator saw them (decoding, sequence, source allowlist and rate limits), by reason; what a collector's translator refuses is in its dta_translator_drops_total.", "reason")
+	foAcks      = desc("fanout_acks_total", "ACKs the front end answered retransmittable datagrams with (with several collectors the sequence is the front end's).")
+	foNacks     = desc("fanout_nacks_total", "NACKs the front end answered retransmittable datagrams with, after a gap in a reporter's sequence.")
 	foUp        = desc("fanout_collector_up", "1 while the RoCEv2 connection to the collector is up, 0 while it is down and reconnecting.", "collector")
 	foReplicas  = desc("fanout_replicas", "translator.replicas: collectors holding each key.")
 )
 
 // Describe implements prometheus.Collector.
 func (c Fanout) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{foDatagrams, foReports, foCopies, foMalformed, foDrops, foUp, foReplicas} {
+	for _, d := range []*prometheus.Desc{foDatagrams, foReports, foCopies, foMalformed, foDrops, foAcks, foNacks, foUp, foReplicas} {
 		ch <- d
 	}
 	if c.Listener != nil {
@@ -64,6 +66,8 @@ func (c Fanout) Collect(ch chan<- prometheus.Metric) {
 	counter(ch, foDatagrams, s.Datagrams.Load())
 	counter(ch, foReports, s.Reports.Load())
 	counter(ch, foMalformed, s.Malformed.Load())
+	counter(ch, foAcks, s.Acks.Load())
+	counter(ch, foNacks, s.Nacks.Load())
 	for r := range translator.NumReasons {
 		counter(ch, foDrops, s.Drops[r].Load(), r.String())
 	}

@@ -231,7 +231,10 @@ func (c Query) Collect(ch chan<- prometheus.Metric) {
 	for e := range query.NumEndpoints {
 		counter(ch, qRequests, c.S.Requests[e].Load(), e.String())
 		for r := range query.NumReasons {
-			if v := c.S.Errors[e][r].Load(); v != 0 {
+			// A series appears at its first error, but internal (a 500,
+			// a bug) exists from the start, at 0, so that an alert on
+			// its rate sees the first one.
+			if v := c.S.Errors[e][r].Load(); v != 0 || r == query.ReasonInternal {
 				counter(ch, qErrors, v, e.String(), r.String())
 			}
 		}
