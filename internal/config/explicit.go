@@ -3,6 +3,7 @@ package config
 import (
 	"encoding"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -172,6 +173,11 @@ func checkScalar(n *yaml.Node, t reflect.Type, key string, line int) error {
 		return nil
 	}
 	switch {
+	case isInteger(t.Kind()) && n.ShortTag() == "!!float":
+		// The decoder would cut 2.7 to 2: a count is a whole number.
+		if f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64); err != nil || f != math.Trunc(f) {
+			return fmt.Errorf("%s (line %d): %s is not a whole number", key, line, n.Value)
+		}
 	case t == durationType:
 		var d time.Duration
 		if n.Decode(&d) != nil {
@@ -183,6 +189,11 @@ func checkScalar(n *yaml.Node, t reflect.Type, key string, line int) error {
 		}
 	}
 	return nil
+}
+
+// isInteger reports whether k is an integer kind.
+func isInteger(k reflect.Kind) bool {
+	return k >= reflect.Int && k <= reflect.Uint64
 }
 
 // zeroOrEmpty describes n ("0", `""`, "an empty value", "an empty list")

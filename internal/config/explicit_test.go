@@ -35,6 +35,8 @@ func TestBadSizesAndDurationsNameTheirKeyAndLine(t *testing.T) {
 			`collector.history_max_age (line 2): duration "10 potatoes": want a number with a unit (ns, us, ms, s, m or h)`},
 		{"a duration without a unit", "http: {read_timeout: 5}\n", `http.read_timeout (line 1): duration "5": want a number with a unit`},
 		{"an XDP pause without a unit", "collector:\n  xdp:\n    coalesce: 150\n", `collector.xdp.coalesce (line 3): duration "150"`},
+		{"a count with a fraction, which the decoder would cut", "collector:\n  read_loops: 2.7\n", `collector.read_loops (line 2): 2.7 is not a whole number`},
+		{"a store's slots with a fraction", "stores:\n  - {name: a, id: 1, primitive: keywrite, slots: 1000.5}\n", `stores[0].slots (line 2): 1000.5 is not a whole number`},
 	} {
 		t.Run(tc.name+" is refused on one line naming the key", func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml))
