@@ -166,7 +166,87 @@ func decode(r io.Reader, base *File) (*File, error) {
 	if f.Stores == nil {
 		f.Stores = saved
 	}
-	return f, f.Validate()
+	return f, withLine(f.Validate(), src)
+}
+
+// keyPathRE matches the dotted key an error of Validate begins with
+// (translator.recv_buffer, stores[2].redundancy).
+var keyPathRE = regexp.MustCompile(`^[a-z_]+(\[\d+\])?(\.[a-z_]+(\[\d+\])?)*`)
+
+// withLine adds to an error that begins with a key of src the line the key
+// is set on, at the end of its first line ("translator.recv_buffer:
+// 2147483648 bytes (...) (line 4)"); an error about a key the file does not
+// set (a default's) is returned as it is.
+func withLine(err error, src []byte) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	path := keyPathRE.FindString(msg)
+	if path == "" || strings.HasPrefix(msg[len(path):], " (line ") || strings.HasPrefix(msg[len(path):], ", ") {
+		return err // already placed, or about several keys
+	}
+	line := lineOfKey(src, path)
+	if line == 0 {
+		return err
+	}
+	// "collector.xdp: rx_ring: ...": the key goes on past the colon.
+	end, key := len(path), path
+	for {
+		m := subKeyRE.FindStringSubmatch(msg[end:])
+		if m == nil {
+			break
+		}
+		l := lineOfKey(src, key+"."+m[1])
+		if l == 0 {
+			break
+		}
+		end, key, line = end+len(m[0])-1, key+"."+m[1], l
+	}
+	// The line goes at the end of the message's first line, so that the
+	// key and what follows it read as before.
+	first, rest, _ := strings.Cut(msg, "\n")
+	if rest != "" {
+		rest = "\n" + rest
+	}
+	return fmt.Errorf("%s (line %d)%s", first, line, rest)
+}
+
+// subKeyRE matches ": key:" after a key path in an error.
+var subKeyRE = regexp.MustCompile(`^: ([a-z_]+):`)
+
+// lineOfKey returns the line on which src sets the dotted key path, or 0.
+// Aliases are not followed.
+func lineOfKey(src []byte, path string) int {
+	var root yaml.Node
+	if yaml.Unmarshal(src, &root) != nil || root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
+		return 0
+	}
+	n, line := root.Content[0], 0
+	for part := range strings.SplitSeq(path, ".") {
+		name, idx, hasIdx := strings.Cut(part, "[")
+		if n.Kind != yaml.MappingNode {
+			return 0
+		}
+		found := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == name {
+				n, line, found = n.Content[i+1], n.Content[i].Line, true
+				break
+			}
+		}
+		if !found {
+			return 0
+		}
+		if hasIdx {
+			k, err := strconv.Atoi(strings.TrimSuffix(idx, "]"))
+			if err != nil || n.Kind != yaml.SequenceNode || k >= len(n.Content) {
+				return 0
+			}
+			n, line = n.Content[k], n.Content[k].Line
+		}
+	}
+	return line
 }
 
 var yamlLineRE = regexp.MustCompile(`line (\d+): `)

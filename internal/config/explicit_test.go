@@ -178,3 +178,23 @@ func TestPrintedStoresReadBack(t *testing.T) {
 		})
 	}
 }
+
+// A value out of range (checked after decoding) is refused with the line
+// its key is set on, as a value the decoder refuses is; an error about a
+// key the file does not set (a default's) has no line to give.
+func TestValuesOutOfRangeNameTheirLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"a receive buffer above 1GiB", "collector:\n  prefault: false\ntranslator:\n  recv_buffer: 2GiB\n", "translator.recv_buffer: 2147483648 bytes (want 0 for the kernel's default, or up to 1GiB) (line 4)"},
+		{"a redundancy above 8 in the second store", "stores:\n  - {name: a, id: 1, primitive: keywrite}\n  - {name: b, id: 2, primitive: keywrite, redundancy: 300}\n", "redundancy: 300 out of range [1, 8] (line 3)"},
+		{"an XDP ring that is no power of two", "collector:\n  transport: xdp\n  xdp:\n    interface: eth0\n    rx_ring: 1000\n", "collector.xdp: rx_ring: 1000, want a power of two from 64 to 65536 (line 5)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
