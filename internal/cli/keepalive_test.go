@@ -47,8 +47,8 @@ func TestATranslatorFindsAnIdleCollectorThatWasKilled(t *testing.T) {
 	if _, body := call(t, nil, "GET", base+"/healthz", ""); !strings.Contains(body, "degraded") || !strings.Contains(body, "c2") {
 		t.Errorf("/healthz does not say degraded, c2: %s", body)
 	}
-	if n := metric(t, base, "", `dta_rdma_requester_ops_lost_total{collector="c2"}`); n > 1 {
-		t.Errorf("%v packets lost to c2, which was sent no report (a keep-alive at most)", n)
+	if n := metric(t, base, "", `dta_rdma_requester_ops_lost_total{collector="c2"}`); n != 0 {
+		t.Errorf("%v packets counted lost to c2, which was sent no report (a keep-alive in flight is no op lost)", n)
 	}
 }
 

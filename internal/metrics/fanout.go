@@ -37,7 +37,7 @@ type Fanout struct {
 }
 
 var (
-	foDatagrams = desc("fanout_datagrams_total", "Report datagrams the front end routed over several collectors.")
+	foDatagrams = desc("fanout_datagrams_total", "Report datagrams the front end received (those it refused included; dta_fanout_drops_total says which).")
 	foReports   = desc("fanout_reports_total", "Reports routed (each once, whatever the replicas).")
 	foCopies    = desc("fanout_copies_total", "Reports handed to collectors' translators (replicas per report), by collector.", "collector")
 	foMalformed = desc("fanout_malformed_total", "Datagrams or reports the front end could not decode (also in dta_fanout_drops_total, by reason).")

@@ -558,7 +558,12 @@ func (r *Requester) failWith(why string, err error) {
 	}
 	r.state = stateDown
 	r.epoch++
-	lost := r.win.n
+	lost := 0 // the caller's packets: a keep-alive is none of them
+	for i := range r.win.n {
+		if !r.win.at(i).keepalive {
+			lost++
+		}
+	}
 	r.stats.OpsLost.Add(uint64(lost))
 	r.failPending(err)
 	r.resetWindow()

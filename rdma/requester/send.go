@@ -22,6 +22,9 @@ type slot struct {
 	atomic bool   // a FETCH_ADD or COMPARE_SWAP whose result is awaited
 	kind   Kind   // of an atomic
 	id     uint64 // of an atomic or READ: its Op.ID
+	// keepalive marks a keep-alive (keepAliveLoop): no op of the caller's,
+	// so not counted lost when the connection goes down.
+	keepalive bool
 
 	// A READ of rn response packets takes rn slots (PSNs): the request's
 	// (rk 0, which also holds the READ's state) and rn-1 reserved ones.
@@ -259,7 +262,7 @@ func (r *Requester) postPacket(op *Op, t *Target, k, npk int, lastOfCall bool) {
 	s.buf = pkt.AppendTo(s.buf[:0])
 	_ = r.icrc.Seal(&r.out, s.buf)
 	s.atomic, s.kind, s.id = op.atomic(), op.Kind, op.ID
-	s.read = false
+	s.read, s.keepalive = false, op == &keepAliveOp
 	if w.n == 0 {
 		r.lastProgress = r.now
 	}
