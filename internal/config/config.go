@@ -365,6 +365,9 @@ func (f *File) Validate() error {
 	if f.Collector.RDMA == "" {
 		return errors.New("collector.rdma: empty")
 	}
+	if strings.ContainsAny(f.Collector.Name, ",= ") {
+		return fmt.Errorf("collector.name: %q: a name may not hold ',', '=' or a space (translators and queries list collectors as NAME=ADDRESS,...)", f.Collector.Name)
+	}
 	if err := checkName("collector.name", f.Collector.Name); err != nil {
 		return err
 	}

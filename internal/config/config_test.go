@@ -118,6 +118,8 @@ func TestBadConfigsNameTheKey(t *testing.T) {
 		{"an unknown export format", "export:\n  brokers: [k:9092]\n  format: avro\n", "export.format"},
 		{"an export of an unknown store", "export:\n  brokers: [k:9092]\n  stores: [nope]\n", "export.stores"},
 		{"an export setting out of range with no brokers yet (--export-brokers may give them)", "export:\n  linger: -1s\n", "export.linger"},
+		{"a collector name with a comma, which a list of collectors cannot hold", "collector:\n  name: a,b\n", "collector.name"},
+		{"a collector name with an equals sign", "collector:\n  name: a=b\n", "collector.name"},
 		{"an export of a Sketch-Merge store", "export:\n  brokers: [k:9092]\n  stores: [sketchmerge]\n", "is a Sketch-Merge store"},
 		{"an unknown export start", "export:\n  start: middle\n", "export.start"},
 		{"an unknown export key", "export:\n  brokerz: []\n", `unknown key "brokerz"`},
