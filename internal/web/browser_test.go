@@ -174,6 +174,20 @@ func waitText(t *testing.T, ctx context.Context, sel, what string, ok func(strin
 	}
 }
 
+// askUntil clicks a query box's button until its result (sel) holds want,
+// and returns the result: the report asked about may still be on its way.
+func askUntil(t *testing.T, ctx context.Context, sel, button, what, want string) string {
+	t.Helper()
+	return waitText(t, ctx, sel, what, func(s string) bool {
+		if strings.Contains(s, want) {
+			return true
+		}
+		run(t, ctx, "ask again", chromedp.Click(chromedp.CSS(button)))
+		time.Sleep(200 * time.Millisecond)
+		return false
+	})
+}
+
 // number reads a formatted integer such as "12,345 total".
 func number(s string) (int64, bool) {
 	digits := strings.Map(func(r rune) rune {
@@ -228,15 +242,7 @@ func TestDashboardInChromiumAgainstUpDemo(t *testing.T) {
 		rep := newReporter(t, udpAddr)
 		rep.keyWrite(3_000_000_000, 0xC0FFEE42) // far above the demo's keys
 		run(t, ctx, "type the key", chromedp.SendKeys(chromedp.CSS("#kw-key"), "3000000000"))
-		waitText(t, ctx, "#kw-result", "the reported value", func(s string) bool {
-			if strings.Contains(s, "c0ffee42") {
-				return true
-			}
-			// The report may still be on its way: ask again.
-			run(t, ctx, "look the key up", chromedp.Click(chromedp.CSS("#kw-go")))
-			time.Sleep(200 * time.Millisecond)
-			return false
-		})
+		askUntil(t, ctx, "#kw-result", "#kw-go", "the reported value", "c0ffee42")
 		if got := text(t, ctx, "#kw-result"); !strings.Contains(got, "found") || !strings.Contains(got, "3237998146") {
 			t.Errorf("Key-Write result %q, want status found and u32 3237998146", got)
 		}
@@ -249,14 +255,7 @@ func TestDashboardInChromiumAgainstUpDemo(t *testing.T) {
 		}
 		run(t, ctx, "choose list 6, four entries", chromedp.SetValue(chromedp.CSS("#al-list"), "6"),
 			chromedp.SetValue(chromedp.CSS("#q-append input[name=count]"), "4"))
-		got := waitText(t, ctx, "#al-result", "the last four entries", func(s string) bool {
-			if strings.Contains(s, "head 6") {
-				return true
-			}
-			run(t, ctx, "ask for the latest", chromedp.Click(chromedp.CSS("#al-go")))
-			time.Sleep(200 * time.Millisecond)
-			return false
-		})
+		got := askUntil(t, ctx, "#al-result", "#al-go", "the last four entries", "head 6")
 		want := []string{"a0000003", "a0000004", "a0000005", "a0000006"}
 		last := -1
 		for _, w := range want {
